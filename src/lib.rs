@@ -1,0 +1,41 @@
+//! Generating a consumer from the template in this repository.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, bail};
+use cargo_generate::{GenerateArgs, TemplatePath, Vcs, generate as cargo_generate};
+
+/// The kit's root: where `cargo-generate.toml` and `template/` live.
+pub fn kit_root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Generates project `name` into `destination/name` and returns its path.
+///
+/// Every placeholder has a default, so this never prompts. The project is
+/// never added to an enclosing Cargo workspace. cargo-generate needs an
+/// author name in the environment (`USER`, `CARGO_NAME`...); the
+/// `inbox-kit` binary provides one when there is none.
+pub fn generate(name: &str, destination: &Path, define: Vec<String>) -> anyhow::Result<PathBuf> {
+    if !destination.is_dir() {
+        bail!("destination {} is not a folder", destination.display());
+    }
+    let args = GenerateArgs {
+        template_path: TemplatePath {
+            path: Some(kit_root().display().to_string()),
+            ..TemplatePath::default()
+        },
+        name: Some(name.to_owned()),
+        silent: true,
+        vcs: Some(Vcs::None),
+        destination: Some(destination.to_path_buf()),
+        no_workspace: true,
+        define,
+        // The library defaults to a library crate; the CLI (and this
+        // template) make a binary one.
+        lib: false,
+        bin: true,
+        ..GenerateArgs::default()
+    };
+    cargo_generate(args).with_context(|| format!("could not generate {name}"))
+}

@@ -1,0 +1,191 @@
+//! Command-line interface: the options of every subcommand and what each
+//! one does. The library does the work; this file only wires it up.
+
+use std::fs::File;
+use std::io::{self, BufRead, BufReader, IsTerminal};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::Context;
+use clap::{Args, Parser, Subcommand};
+use indicatif::{ProgressBar, ProgressStyle};
+
+use {{crate_name}}::database::{Database, Durability, Settings};
+use {{crate_name}}::handlers;
+use {{crate_name}}::pipeline::{self, Options, Rejects, Summary};
+
+/// An idempotent message consumer: every message is applied once per
+/// consumer, however often it is delivered.
+#[derive(Parser)]
+#[command(version, about, long_about = None)]
+pub struct Cli {
+    #[command(flatten)]
+    database: DatabaseArgs,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Args)]
+struct DatabaseArgs {
+    /// SQLite database file (created if missing).
+    #[arg(long, global = true, env = "CONSUMER_DB", default_value = "consumer.db")]
+    db: PathBuf,
+    /// `normal`: fast commits that survive a crash of this process;
+    /// `full`: every commit reaches the disk before it counts.
+    #[arg(long, global = true, value_enum, default_value_t = Durability::{{durability | capitalize}})]
+    durability: Durability,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Process JSON-lines deliveries from a file or standard input.
+    ///
+    /// Each line is {"id": ..., "type": ..., "payload": {...}}; `id` is fixed
+    /// by the sender and reused on resends. Every consumer subscribed to the
+    /// type gets the message once, however often it appears. Prints one
+    /// summary line at the end. Exit code: 0 all applied or duplicate, 3 some
+    /// lines rejected, 4 some deliveries failed (run the input again to
+    /// retry them), 5 both.
+    Run(RunArgs),
+    /// Create an account for the `debit` consumer (or reset its balance).
+    OpenAccount {
+        /// Account id.
+        account: i64,
+        /// Opening balance, in minor units.
+        balance: i64,
+    },
+    /// Show balances, inbox rows per consumer and notifications.
+    Status,
+}
+
+#[derive(Args)]
+struct RunArgs {
+    /// Input file; `-` or nothing reads standard input.
+    input: Option<PathBuf>,
+    /// Worker threads, each with its own database connection.
+    #[arg(long, short, default_value_t = {{default_workers}}, value_parser = clap::value_parser!(u16).range(1..=256))]
+    workers: u16,
+    /// Messages per transaction (1 = one transaction per message).
+    #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u16).range(1..))]
+    batch_size: u16,
+    /// Longest wait, in milliseconds, for a batch to fill before committing it.
+    #[arg(long, default_value_t = 5)]
+    batch_wait_ms: u64,
+    /// Only run these consumers (repeatable); default: all.
+    #[arg(long = "consumer", value_name = "NAME")]
+    consumers: Vec<String>,
+    /// Write rejected lines as JSON lines to this file instead of stderr.
+    #[arg(long, value_name = "FILE")]
+    rejects: Option<PathBuf>,
+}
+
+impl Cli {
+    pub async fn execute(self) -> anyhow::Result<ExitCode> {
+        let settings = Settings {
+            durability: self.database.durability,
+            ..Settings::default()
+        };
+        let db_path = self.database.db;
+        match self.command {
+            Command::Run(args) => run(args, &db_path, settings).await,
+            Command::OpenAccount { account, balance } => {
+                let database = open(&db_path, settings)?;
+                handlers::open_account(&database.connect()?, account, balance)?;
+                println!("account {account} balance={balance}");
+                Ok(ExitCode::SUCCESS)
+            }
+            Command::Status => {
+                let database = open(&db_path, settings)?;
+                status(&database)?;
+                Ok(ExitCode::SUCCESS)
+            }
+        }
+    }
+}
+
+fn open(path: &std::path::Path, settings: Settings) -> anyhow::Result<Database> {
+    Database::open(path, settings, &handlers::all())
+        .with_context(|| format!("could not open the database {}", path.display()))
+}
+
+async fn run(args: RunArgs, db_path: &std::path::Path, settings: Settings) -> anyhow::Result<ExitCode> {
+    let consumers = handlers::select(&args.consumers)?;
+    let database = open(db_path, settings)?;
+    let (input, length) = open_input(args.input.as_ref())?;
+    let rejects = match &args.rejects {
+        Some(path) => Rejects::to_json_lines(
+            File::create(path).with_context(|| format!("could not create {}", path.display()))?,
+        ),
+        None => Rejects::to_stderr(),
+    };
+    let options = Options {
+        workers: usize::from(args.workers),
+        batch_size: usize::from(args.batch_size),
+        batch_wait: Duration::from_millis(args.batch_wait_ms),
+    };
+    let summary = pipeline::run(
+        input,
+        consumers,
+        move || database.inbox().map_err(Into::into),
+        options,
+        rejects,
+        progress_bar(length),
+    )
+    .await?;
+    println!("{summary}");
+    Ok(exit_code(&summary))
+}
+
+fn open_input(path: Option<&PathBuf>) -> anyhow::Result<(Box<dyn BufRead + Send>, Option<u64>)> {
+    match path {
+        Some(path) if path.as_os_str() != "-" => {
+            let file = File::open(path).with_context(|| format!("could not open {}", path.display()))?;
+            let length = file.metadata().ok().map(|metadata| metadata.len());
+            Ok((Box::new(BufReader::with_capacity(1 << 16, file)), length))
+        }
+        _ => Ok((Box::new(BufReader::with_capacity(1 << 16, io::stdin())), None)),
+    }
+}
+
+/// A progress bar on stderr when it is a terminal; hidden otherwise, so
+/// logs and pipes stay clean.
+fn progress_bar(length: Option<u64>) -> ProgressBar {
+    if !io::stderr().is_terminal() {
+        return ProgressBar::hidden();
+    }
+    match length {
+        Some(length) => ProgressBar::new(length).with_style(
+            ProgressStyle::with_template("{bar:40} {bytes}/{total_bytes} committed ({bytes_per_sec}, {eta} left)")
+                .expect("valid template"),
+        ),
+        None => ProgressBar::new_spinner().with_style(
+            ProgressStyle::with_template("{spinner} {bytes} committed ({bytes_per_sec})")
+                .expect("valid template"),
+        ),
+    }
+}
+
+fn exit_code(summary: &Summary) -> ExitCode {
+    match (summary.rejected > 0, summary.failed > 0) {
+        (false, false) => ExitCode::SUCCESS,
+        (true, false) => ExitCode::from(3),
+        (false, true) => ExitCode::from(4),
+        (true, true) => ExitCode::from(5),
+    }
+}
+
+fn status(database: &Database) -> anyhow::Result<()> {
+    let db = database.connect()?;
+    for (account, balance) in handlers::balances(&db)? {
+        println!("account {account} balance={balance}");
+    }
+    let mut per_consumer = db.prepare("SELECT consumer, count(*) FROM inbox GROUP BY consumer ORDER BY consumer")?;
+    let rows = per_consumer.query_map([], |row| Ok((row.get::<_, String>(0)?, row.get::<_, i64>(1)?)))?;
+    for row in rows {
+        let (consumer, count) = row?;
+        println!("inbox {consumer} messages={count}");
+    }
+    println!("notifications={}", handlers::notifications(&db)?.len());
+    Ok(())
+}

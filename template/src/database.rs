@@ -1,0 +1,144 @@
+//! Opening the SQLite database file: schema, pragmas and lock waiting.
+//!
+//! [`Database`] is cheap to share; each worker opens its own connection
+//! with [`Database::inbox`]. All connections see one file, so SQLite's
+//! single-writer lock is what workers contend for.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use rusqlite::Connection;
+
+use crate::handler::Handler;
+use crate::inbox::SqliteInbox;
+
+const INBOX_SCHEMA: &str = include_str!("inbox/schema.sql");
+
+/// How hard SQLite pushes each commit to disk.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum Durability {
+    /// `synchronous=NORMAL` (the default): commits do not wait for the disk,
+    /// which makes them many times faster. A crash of this process loses
+    /// nothing, but a power loss or kernel crash can undo the last commits;
+    /// if those deliveries were already acknowledged, the broker will not
+    /// send them again.
+    #[default]
+    Normal,
+    /// `synchronous=FULL`: every commit is on disk before it returns, so an
+    /// acknowledged delivery survives a power loss too.
+    Full,
+}
+
+impl Durability {
+    fn pragma(self) -> &'static str {
+        match self {
+            Self::Normal => "NORMAL",
+            Self::Full => "FULL",
+        }
+    }
+}
+
+/// Connection settings shared by every worker.
+#[derive(Clone, Copy, Debug)]
+pub struct Settings {
+    pub durability: Durability,
+    /// How long a connection waits for the write lock before the batch fails
+    /// as a storage error (not as a failure of the message).
+    pub lock_wait: Duration,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Self {
+            durability: Durability::Normal,
+            lock_wait: Duration::from_secs(10),
+        }
+    }
+}
+
+/// A database file with the inbox and every handler's tables.
+#[derive(Clone)]
+pub struct Database {
+    path: PathBuf,
+    settings: Settings,
+}
+
+impl Database {
+    /// Opens (creating if needed) the database and its schema.
+    pub fn open(
+        path: impl AsRef<Path>,
+        settings: Settings,
+        handlers: &[Arc<dyn Handler>],
+    ) -> rusqlite::Result<Self> {
+        let database = Self::new(path, settings);
+        database.create_schema(handlers)?;
+        Ok(database)
+    }
+
+    /// Refers to a database whose schema is already in place; touches
+    /// nothing until a connection is opened.
+    pub fn new(path: impl AsRef<Path>, settings: Settings) -> Self {
+        Self {
+            path: path.as_ref().to_path_buf(),
+            settings,
+        }
+    }
+
+    /// Switches the file to WAL and creates the inbox's and the handlers'
+    /// tables if they are missing.
+    pub fn create_schema(&self, handlers: &[Arc<dyn Handler>]) -> rusqlite::Result<()> {
+        let mut db = self.connect()?;
+        db.pragma_update(None, "journal_mode", "WAL")?;
+        let tx = db.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+        tx.execute_batch(INBOX_SCHEMA)?;
+        for handler in handlers {
+            tx.execute_batch(handler.schema())?;
+        }
+        tx.commit()
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// A new connection for one worker.
+    pub fn inbox(&self) -> rusqlite::Result<SqliteInbox> {
+        Ok(SqliteInbox::new(self.connect()?))
+    }
+
+    /// A new plain connection, configured like the workers' ones.
+    pub fn connect(&self) -> rusqlite::Result<Connection> {
+        let mut db = Connection::open(&self.path)?;
+        db.pragma_update(None, "synchronous", self.settings.durability.pragma())?;
+        wait_for_locks(&mut db, self.settings.lock_wait)?;
+        Ok(db)
+    }
+}
+
+/// Installs a busy handler that retries a contended lock for up to
+/// `patience`.
+///
+/// SQLite's own `busy_timeout` sleeps in steps of whole milliseconds, and
+/// under several contending workers that sleeping, not the work, dominates.
+/// Here a waiter first yields its time slice a few times (the holder of the
+/// lock usually finishes within microseconds), then sleeps in short,
+/// growing steps.
+fn wait_for_locks(db: &mut Connection, patience: Duration) -> rusqlite::Result<()> {
+    let mut started = Instant::now();
+    db.busy_handler(Some(move |attempt: i32| {
+        if attempt == 0 {
+            started = Instant::now();
+        }
+        if started.elapsed() >= patience {
+            return false;
+        }
+        if attempt < 32 {
+            std::thread::yield_now();
+        } else {
+            let step = u64::try_from(attempt - 31).unwrap_or(1).min(100);
+            std::thread::sleep(Duration::from_micros(10 * step));
+        }
+        true
+    }))
+}

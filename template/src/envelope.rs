@@ -1,0 +1,136 @@
+//! The wire format of `run`'s input: one JSON object per line.
+//!
+//! ```text
+//! {"id": "pay-0001", "type": "payment.captured", "payload": {"account": 1, "amount": 10}}
+//! ```
+//!
+//! * `id`: a string fixed by the sender and reused on every resend (see
+//!   [`crate::message`]); 1 to 200 bytes, no control characters.
+//! * `type`: which [`Event`] the payload is.
+//! * `payload`: the event's fields.
+//!
+//! Other top-level fields are ignored, so a sender may add headers without
+//! breaking this consumer. Every way a line can be unusable has its own
+//! [`Rejection`], so the rejects report says exactly what to fix.
+
+use std::borrow::Cow;
+
+use serde::Deserialize;
+use serde_json::value::RawValue;
+
+use crate::event::{Event, InvalidEvent};
+use crate::message::{InvalidMessageId, Message, MessageId};
+
+/// Why a line was not accepted as a message.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Rejection {
+    #[error("line is not valid UTF-8")]
+    NotUtf8,
+    #[error("line is longer than {limit} bytes")]
+    TooLong { limit: usize },
+    #[error("not a JSON object: {0}")]
+    Malformed(String),
+    #[error("missing field `{0}`")]
+    MissingField(&'static str),
+    #[error("field `{0}` must be a string")]
+    NotAString(&'static str),
+    #[error(transparent)]
+    InvalidId(#[from] InvalidMessageId),
+    #[error(transparent)]
+    InvalidEvent(#[from] InvalidEvent),
+}
+
+#[derive(Deserialize)]
+struct Wire<'a> {
+    #[serde(borrow)]
+    id: Option<&'a RawValue>,
+    #[serde(borrow, rename = "type")]
+    kind: Option<&'a RawValue>,
+    #[serde(borrow)]
+    payload: Option<&'a RawValue>,
+}
+
+/// Parses one line (without its line break) into a [`Message`].
+pub fn parse_line(line: &[u8]) -> Result<Message, Rejection> {
+    let text = std::str::from_utf8(line).map_err(|_| Rejection::NotUtf8)?;
+    let wire: Wire<'_> =
+        serde_json::from_str(text).map_err(|error| Rejection::Malformed(error.to_string()))?;
+    let id = string_field("id", wire.id)?;
+    let kind = string_field("type", wire.kind)?;
+    let payload = wire.payload.ok_or(Rejection::MissingField("payload"))?;
+    let id = MessageId::new(id)?;
+    let event = Event::decode(&kind, payload.get())?;
+    Ok(Message { id, event })
+}
+
+fn string_field<'a>(
+    name: &'static str,
+    raw: Option<&'a RawValue>,
+) -> Result<Cow<'a, str>, Rejection> {
+    let raw = raw.ok_or(Rejection::MissingField(name))?;
+    serde_json::from_str(raw.get()).map_err(|_| Rejection::NotAString(name))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::event::PaymentCaptured;
+
+    fn parse(line: &str) -> Result<Message, Rejection> {
+        parse_line(line.as_bytes())
+    }
+
+    #[test]
+    fn parses_the_documented_envelope() {
+        let message = parse(
+            r#"{"id":"pay-1","type":"payment.captured","payload":{"account":1,"amount":10},"trace":"x"}"#,
+        )
+        .unwrap();
+        assert_eq!(message.id.as_str(), "pay-1");
+        assert_eq!(
+            message.event,
+            Event::PaymentCaptured(PaymentCaptured {
+                account: 1,
+                amount: 10
+            })
+        );
+    }
+
+    #[test]
+    fn unescapes_string_ids() {
+        let message = parse(r#"{"id":"a\u0062c","type":"payment.captured","payload":{"account":1,"amount":1}}"#)
+            .unwrap();
+        assert_eq!(message.id.as_str(), "abc");
+    }
+
+    #[test]
+    fn names_each_problem() {
+        let cases = [
+            ("not json", "not a JSON object"),
+            ("[1,2]", "not a JSON object"),
+            (r#"{"type":"payment.captured","payload":{}}"#, "missing field `id`"),
+            (r#"{"id":null,"type":"payment.captured","payload":{}}"#, "missing field `id`"),
+            (r#"{"id":7,"type":"payment.captured","payload":{}}"#, "field `id` must be a string"),
+            (r#"{"id":"","type":"payment.captured","payload":{}}"#, "message id is empty"),
+            (r#"{"id":"a","payload":{}}"#, "missing field `type`"),
+            (r#"{"id":"a","type":"nope","payload":{}}"#, "unknown type `nope`"),
+            (r#"{"id":"a","type":"payment.captured"}"#, "missing field `payload`"),
+            (
+                r#"{"id":"a","type":"payment.captured","payload":{"account":"1","amount":1}}"#,
+                "bad payload for `payment.captured`",
+            ),
+        ];
+        for (line, expected) in cases {
+            let reason = parse(line).unwrap_err().to_string();
+            assert!(
+                reason.starts_with(expected),
+                "{line}: got {reason:?}, expected it to start with {expected:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn refuses_bytes_that_are_not_utf8() {
+        assert_eq!(parse_line(b"{\"id\":\"\xff\"}"), Err(Rejection::NotUtf8));
+    }
+}

@@ -1,0 +1,67 @@
+//! The contract between the inbox and business code.
+//!
+//! A handler is one *consumer*: it has a name (the first half of the inbox
+//! key), subscribes to some events, and applies each one to its own tables.
+//! The inbox calls [`Handler::apply`] inside the delivery's transaction,
+//! right after recording the message id, so a handler never deals with
+//! duplicates, transactions or retries itself: it just does its update and
+//! returns an error if it cannot.
+
+use rusqlite::Connection;
+
+use crate::event::Event;
+use crate::message::Message;
+
+/// Any error a handler wants to report. Returning one rolls the whole
+/// delivery back, inbox record included, so a redelivery tries again.
+pub type HandlerError = Box<dyn std::error::Error + Send + Sync>;
+
+/// One consumer of events.
+pub trait Handler: Send + Sync {
+    /// The consumer's name. Two consumers that receive the same message both
+    /// apply it, because the inbox key is (consumer, message id). Must match
+    /// [`is_valid_consumer_name`] and never change once messages were
+    /// processed: renaming a consumer makes every old message look new.
+    fn consumer(&self) -> &'static str;
+
+    /// Whether this consumer wants the event at all.
+    fn subscribes_to(&self, event: &Event) -> bool;
+
+    /// `CREATE TABLE IF NOT EXISTS` statements for the tables this handler
+    /// owns; run when the database is opened.
+    fn schema(&self) -> &'static str;
+
+    /// Applies the message's business effect.
+    ///
+    /// `db` is already inside the delivery's transaction: do not begin,
+    /// commit or roll back. Do not call anything that cannot be rolled back
+    /// (mail, HTTP): write an outbox row instead, like the `notify` handler.
+    fn apply(&self, db: &Connection, message: &Message) -> Result<(), HandlerError>;
+}
+
+/// Consumer names: 1 to 64 characters from `a-z`, `0-9`, `_`, `-`, `.`,
+/// starting with a letter. They end up in logs and in the inbox key, so
+/// they are kept boring.
+pub fn is_valid_consumer_name(name: &str) -> bool {
+    let mut chars = name.chars();
+    let starts_with_letter = chars.next().is_some_and(|c| c.is_ascii_lowercase());
+    starts_with_letter
+        && name.len() <= 64
+        && chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || "_-.".contains(c))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn consumer_names_are_boring() {
+        for good in ["debit", "notify", "ledger-v2", "a.b_c"] {
+            assert!(is_valid_consumer_name(good), "{good}");
+        }
+        let too_long = "a".repeat(65);
+        for bad in ["", "Debit", "9lives", "has space", "semi;colon", too_long.as_str()] {
+            assert!(!is_valid_consumer_name(bad), "{bad}");
+        }
+    }
+}

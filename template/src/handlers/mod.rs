@@ -1,0 +1,74 @@
+//! The consumers this service runs, and the registry that routes events to
+//! them.
+//!
+//! Both example consumers subscribe to the same event and so receive the
+//! same message ids: `debit` keeps balances, `notify` writes one
+//! notification per channel. Their inbox rows do not collide because the
+//! inbox key includes the consumer name.
+
+mod debit;
+mod notify;
+
+use std::sync::Arc;
+
+pub use debit::{Debit, balance, balances, open_account};
+pub use notify::{CHANNELS, Notification, Notify, notifications};
+
+use crate::handler::Handler;
+
+/// Every consumer this service knows, in a fixed order.
+pub fn all() -> Vec<Arc<dyn Handler>> {
+    vec![Arc::new(Debit), Arc::new(Notify)]
+}
+
+/// Picks consumers by name; an empty list means all of them.
+pub fn select(names: &[String]) -> Result<Vec<Arc<dyn Handler>>, UnknownConsumer> {
+    let all = all();
+    if names.is_empty() {
+        return Ok(all);
+    }
+    names
+        .iter()
+        .map(|name| {
+            all.iter()
+                .find(|handler| handler.consumer() == name)
+                .cloned()
+                .ok_or_else(|| UnknownConsumer {
+                    name: name.clone(),
+                    known: all.iter().map(|h| h.consumer()).collect::<Vec<_>>().join(", "),
+                })
+        })
+        .collect()
+}
+
+/// A consumer name that no handler has.
+#[derive(Debug, thiserror::Error)]
+#[error("unknown consumer `{name}` (known: {known})")]
+pub struct UnknownConsumer {
+    name: String,
+    known: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::handler::is_valid_consumer_name;
+
+    #[test]
+    fn consumer_names_are_valid_and_distinct() {
+        let names: Vec<_> = all().iter().map(|h| h.consumer()).collect();
+        assert!(names.iter().all(|name| is_valid_consumer_name(name)));
+        let mut unique = names.clone();
+        unique.sort();
+        unique.dedup();
+        assert_eq!(unique.len(), names.len());
+    }
+
+    #[test]
+    fn select_by_name() {
+        let picked = select(&["notify".to_owned()]).unwrap();
+        assert_eq!(picked[0].consumer(), "notify");
+        assert!(select(&["nope".to_owned()]).is_err());
+        assert_eq!(select(&[]).unwrap().len(), all().len());
+    }
+}

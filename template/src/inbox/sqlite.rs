@@ -1,0 +1,147 @@
+//! The inbox on SQLite.
+//!
+//! Every batch is one `BEGIN IMMEDIATE` transaction. IMMEDIATE takes the
+//! write lock up front, so a transaction never holds a read snapshot that
+//! SQLite would later refuse to upgrade. Each delivery inside the batch
+//! runs under its own SAVEPOINT, so a failing handler rolls back only its
+//! own delivery (its inbox row included) and the rest of the batch commits.
+
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use rusqlite::{Connection, TransactionBehavior, ffi};
+
+use super::{Delivery, Inbox, Outcome, StorageError};
+use crate::handler::HandlerError;
+
+/// One connection's inbox. Open it with [`crate::database::Database::inbox`].
+pub struct SqliteInbox {
+    db: Connection,
+}
+
+impl SqliteInbox {
+    pub(crate) fn new(db: Connection) -> Self {
+        Self { db }
+    }
+
+    /// The underlying connection, for reading state (tests, status).
+    pub fn connection(&self) -> &Connection {
+        &self.db
+    }
+}
+
+impl Inbox for SqliteInbox {
+    fn deliver_batch(&mut self, batch: &[Delivery<'_>]) -> Result<Vec<Outcome>, StorageError> {
+        let received_at = unix_millis();
+        let tx = self
+            .db
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let outcomes = batch
+            .iter()
+            .map(|delivery| deliver_one(&tx, delivery, received_at))
+            .collect::<Result<Vec<_>, _>>()?;
+        tx.commit()?;
+        Ok(outcomes)
+    }
+}
+
+fn deliver_one(
+    db: &Connection,
+    delivery: &Delivery<'_>,
+    received_at: i64,
+) -> Result<Outcome, StorageError> {
+    let consumer = delivery.handler.consumer();
+    let id = delivery.message.id.as_str();
+    execute(db, "SAVEPOINT delivery")?;
+    if !record(db, consumer, id, received_at)? {
+        execute(db, "RELEASE delivery")?;
+        tracing::debug!(consumer, message_id = id, "duplicate delivery skipped");
+        return Ok(Outcome::Duplicate);
+    }
+    match apply(delivery, db) {
+        Ok(()) => {
+            execute(db, "RELEASE delivery")?;
+            Ok(Outcome::Applied)
+        }
+        Err(error) => {
+            execute(db, "ROLLBACK TO delivery")?;
+            execute(db, "RELEASE delivery")?;
+            if let Some(fault) = storage_fault(&error) {
+                return Err(fault);
+            }
+            tracing::warn!(consumer, message_id = id, %error, "delivery failed; it will apply on redelivery");
+            Ok(Outcome::Failed(error.to_string()))
+        }
+    }
+}
+
+/// Whether `error` is the inbox's primary key refusing a second row for the
+/// same (consumer, message id): SQLite's extended result code
+/// `SQLITE_CONSTRAINT_PRIMARYKEY`. Never decided from the error's text,
+/// which is not a stable interface.
+pub fn is_duplicate_key(error: &rusqlite::Error) -> bool {
+    error.sqlite_extended_error_code() == Some(ffi::SQLITE_CONSTRAINT_PRIMARYKEY)
+}
+
+/// Inserts the inbox row. `Ok(false)` means the row exists: a duplicate.
+fn record(db: &Connection, consumer: &str, id: &str, received_at: i64) -> Result<bool, StorageError> {
+    let inserted = db
+        .prepare_cached(
+            "INSERT INTO inbox (consumer, message_id, received_at) VALUES (?1, ?2, ?3)",
+        )?
+        .execute((consumer, id, received_at));
+    match inserted {
+        Ok(_) => Ok(true),
+        Err(error) if is_duplicate_key(&error) => Ok(false),
+        Err(error) => Err(StorageError(error)),
+    }
+}
+
+/// Runs the handler; a panic counts as a failure of this delivery instead of
+/// taking the worker (and the batch's other deliveries) down with it.
+fn apply(delivery: &Delivery<'_>, db: &Connection) -> Result<(), HandlerError> {
+    catch_unwind(AssertUnwindSafe(|| delivery.handler.apply(db, delivery.message)))
+        .unwrap_or_else(|panic| Err(panic_message(panic).into()))
+}
+
+fn panic_message(panic: Box<dyn std::any::Any + Send>) -> String {
+    let text = panic
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "unknown panic".to_owned());
+    format!("handler panicked: {text}")
+}
+
+/// A handler error that is really the database failing (full disk, read-only
+/// file, lock held too long): not the message's fault, so it aborts the batch
+/// instead of counting against the message.
+fn storage_fault(error: &HandlerError) -> Option<StorageError> {
+    use rusqlite::ErrorCode::*;
+    let sqlite = error.downcast_ref::<rusqlite::Error>()?;
+    let failure = *sqlite.sqlite_error()?;
+    let is_fault = matches!(
+        failure.code,
+        DiskFull
+            | ReadOnly
+            | DatabaseBusy
+            | DatabaseLocked
+            | SystemIoFailure
+            | OutOfMemory
+            | CannotOpen
+            | DatabaseCorrupt
+    );
+    is_fault.then(|| StorageError(rusqlite::Error::SqliteFailure(failure, Some(sqlite.to_string()))))
+}
+
+fn execute(db: &Connection, sql: &str) -> Result<(), StorageError> {
+    db.prepare_cached(sql)?.execute([])?;
+    Ok(())
+}
+
+fn unix_millis() -> i64 {
+    let since_epoch = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default();
+    i64::try_from(since_epoch.as_millis()).unwrap_or(i64::MAX)
+}

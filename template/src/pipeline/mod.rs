@@ -1,0 +1,227 @@
+//! `run`: read deliveries, hand them to workers, count what happened.
+//!
+//! ```text
+//! input ──▶ reader ──(bounded queue)──▶ worker 1 ─┐
+//!             │                         worker 2 ─┼─▶ one SQLite file
+//!             ▼                         worker N ─┘
+//!          rejects
+//! ```
+//!
+//! The reader parses each line; a bad line is reported with its number and
+//! the run goes on. Each worker owns one connection and takes messages in
+//! batches, bounded by count and by time, so a busy input commits rarely
+//! and a quiet one still commits within a few milliseconds. Progress moves
+//! only after a batch commits: that is the point where a broker consumer
+//! would acknowledge. The queue is bounded, so memory stays flat however
+//! large the input is.
+//!
+//! Both the reader and the workers do blocking I/O, so they run on tokio's
+//! blocking pool; the async side only waits for them and for Ctrl-C.
+
+mod lines;
+mod rejects;
+mod summary;
+
+pub use lines::{Line, Lines};
+pub use rejects::Rejects;
+pub use summary::Summary;
+
+use std::io::BufRead;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use crossbeam_channel::{Receiver, Sender};
+use indicatif::ProgressBar;
+
+use crate::envelope::{Rejection, parse_line};
+use crate::handler::Handler;
+use crate::inbox::{Delivery, Inbox, StorageError};
+use crate::message::Message;
+
+/// The longest input line accepted, in bytes.
+pub const MAX_LINE_BYTES: usize = 1024 * 1024;
+
+/// How a run is spread over workers and transactions.
+#[derive(Clone, Copy, Debug)]
+pub struct Options {
+    /// Worker threads, each with its own database connection.
+    pub workers: usize,
+    /// The most messages one transaction takes.
+    pub batch_size: usize,
+    /// How long a worker waits for a batch to fill before committing what it
+    /// has.
+    pub batch_wait: Duration,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Self {
+            workers: 4,
+            batch_size: 64,
+            batch_wait: Duration::from_millis(5),
+        }
+    }
+}
+
+/// A parsed message waiting for a worker.
+struct Job {
+    message: Message,
+    /// Input bytes this job accounts for (for progress).
+    size: usize,
+}
+
+/// Processes every line of `input` and returns the counts.
+///
+/// `open_inbox` is called once per worker, on the worker's thread.
+pub async fn run<I, F>(
+    input: Box<dyn BufRead + Send>,
+    handlers: Vec<Arc<dyn Handler>>,
+    open_inbox: F,
+    options: Options,
+    rejects: Rejects,
+    progress: ProgressBar,
+) -> anyhow::Result<Summary>
+where
+    I: Inbox + 'static,
+    F: Fn() -> Result<I, StorageError> + Send + Sync + 'static,
+{
+    let (jobs_in, jobs_out) = crossbeam_channel::bounded(options.batch_size * options.workers * 4);
+    let stop = Arc::new(AtomicBool::new(false));
+    let interrupt = tokio::spawn(stop_on_ctrl_c(stop.clone()));
+    let open_inbox = Arc::new(open_inbox);
+    let handlers = Arc::new(handlers);
+
+    let workers: Vec<_> = (0..options.workers.max(1))
+        .map(|_| {
+            let (jobs, open_inbox, handlers, progress) =
+                (jobs_out.clone(), open_inbox.clone(), handlers.clone(), progress.clone());
+            tokio::task::spawn_blocking(move || -> anyhow::Result<Summary> {
+                let inbox = open_inbox().context("could not open a worker's database connection")?;
+                Ok(work(inbox, &jobs, &handlers, options, &progress))
+            })
+        })
+        .collect();
+    drop(jobs_out);
+
+    let reader = tokio::task::spawn_blocking({
+        let progress = progress.clone();
+        move || read(input, &jobs_in, rejects, &stop, &progress)
+    });
+
+    let mut summary = reader.await??;
+    for worker in workers {
+        summary += worker.await??;
+    }
+    interrupt.abort();
+    progress.finish_and_clear();
+    Ok(summary)
+}
+
+async fn stop_on_ctrl_c(stop: Arc<AtomicBool>) {
+    if tokio::signal::ctrl_c().await.is_ok() {
+        tracing::warn!("interrupted: finishing the deliveries already read, then stopping");
+        stop.store(true, Ordering::Relaxed);
+    }
+}
+
+/// The reader: parses lines, queues messages, reports rejections.
+fn read(
+    input: Box<dyn BufRead + Send>,
+    jobs: &Sender<Job>,
+    mut rejects: Rejects,
+    stop: &AtomicBool,
+    progress: &ProgressBar,
+) -> anyhow::Result<Summary> {
+    let mut summary = Summary::default();
+    let mut lines = Lines::new(input, MAX_LINE_BYTES);
+    while !stop.load(Ordering::Relaxed) {
+        let Some((number, line, size)) = lines
+            .next_line()
+            .with_context(|| "could not read the input")?
+        else {
+            break;
+        };
+        let parsed = match line {
+            Line::Text(text) if text.iter().all(u8::is_ascii_whitespace) => {
+                progress.inc(size as u64);
+                continue;
+            }
+            Line::Text(text) => parse_line(text).map_err(|reason| (reason, Some(text))),
+            Line::TooLong => Err((
+                Rejection::TooLong {
+                    limit: MAX_LINE_BYTES,
+                },
+                None,
+            )),
+        };
+        match parsed {
+            Ok(message) => {
+                if jobs.send(Job { message, size }).is_err() {
+                    anyhow::bail!("every worker stopped before the input was read");
+                }
+            }
+            Err((reason, text)) => {
+                summary.rejected += 1;
+                let text = text.map(String::from_utf8_lossy);
+                rejects
+                    .reject(number, &reason.to_string(), text.as_deref())
+                    .context("could not write a rejected line")?;
+                progress.inc(size as u64);
+            }
+        }
+    }
+    rejects.flush().context("could not write rejected lines")?;
+    Ok(summary)
+}
+
+/// A worker: takes batches from the queue until it is closed and empty.
+fn work<I: Inbox>(
+    mut inbox: I,
+    jobs: &Receiver<Job>,
+    handlers: &[Arc<dyn Handler>],
+    options: Options,
+    progress: &ProgressBar,
+) -> Summary {
+    let mut summary = Summary::default();
+    while let Some(batch) = next_batch(jobs, options) {
+        let deliveries: Vec<Delivery<'_>> = batch
+            .iter()
+            .flat_map(|job| {
+                handlers
+                    .iter()
+                    .filter(|handler| handler.subscribes_to(&job.message.event))
+                    .map(|handler| Delivery {
+                        handler: handler.as_ref(),
+                        message: &job.message,
+                    })
+            })
+            .collect();
+        match inbox.deliver_batch(&deliveries) {
+            Ok(outcomes) => outcomes.iter().for_each(|outcome| summary.count(outcome)),
+            Err(error) => {
+                tracing::error!(%error, deliveries = deliveries.len(), "batch rolled back; its messages apply on redelivery");
+                summary.failed += deliveries.len() as u64;
+            }
+        }
+        progress.inc(batch.iter().map(|job| job.size as u64).sum());
+    }
+    summary
+}
+
+/// Waits for one job, then takes more until the batch is full or
+/// `batch_wait` has passed. `None` once the queue is closed and empty.
+fn next_batch(jobs: &Receiver<Job>, options: Options) -> Option<Vec<Job>> {
+    let first = jobs.recv().ok()?;
+    let deadline = Instant::now() + options.batch_wait;
+    let mut batch = Vec::with_capacity(options.batch_size);
+    batch.push(first);
+    while batch.len() < options.batch_size {
+        match jobs.recv_deadline(deadline) {
+            Ok(job) => batch.push(job),
+            Err(_) => break,
+        }
+    }
+    Some(batch)
+}
