@@ -28,8 +28,10 @@ pub enum Rejection {
     NotUtf8,
     #[error("line is longer than {limit} bytes")]
     TooLong { limit: usize },
-    #[error("not a JSON object: {0}")]
-    Malformed(String),
+    #[error("invalid JSON: {0}")]
+    InvalidJson(String),
+    #[error("not a valid envelope: {0}")]
+    BadEnvelope(String),
     #[error("missing field `{0}`")]
     MissingField(&'static str),
     #[error("field `{0}` must be a string")]
@@ -41,6 +43,7 @@ pub enum Rejection {
 }
 
 #[derive(Deserialize)]
+#[serde(expecting = "a JSON object")]
 struct Wire<'a> {
     #[serde(borrow)]
     id: Option<&'a RawValue>,
@@ -53,8 +56,13 @@ struct Wire<'a> {
 /// Parses one line (without its line break) into a [`Message`].
 pub fn parse_line(line: &[u8]) -> Result<Message, Rejection> {
     let text = std::str::from_utf8(line).map_err(|_| Rejection::NotUtf8)?;
-    let wire: Wire<'_> =
-        serde_json::from_str(text).map_err(|error| Rejection::Malformed(error.to_string()))?;
+    let wire: Wire<'_> = serde_json::from_str(text).map_err(|error| {
+        if error.is_data() {
+            Rejection::BadEnvelope(error.to_string())
+        } else {
+            Rejection::InvalidJson(error.to_string())
+        }
+    })?;
     let id = string_field("id", wire.id)?;
     let kind = string_field("type", wire.kind)?;
     let payload = wire.payload.ok_or(Rejection::MissingField("payload"))?;
@@ -106,8 +114,10 @@ mod tests {
     #[test]
     fn names_each_problem() {
         let cases = [
-            ("not json", "not a JSON object"),
-            ("[1,2]", "not a JSON object"),
+            ("not json", "invalid JSON: expected ident"),
+            (r#"{"id":"a""#, "invalid JSON: EOF while parsing"),
+            ("[1,2]", "not a valid envelope: invalid type: sequence, expected a JSON object"),
+            (r#"{"id":"a","id":"b"}"#, "not a valid envelope: duplicate field `id`"),
             (r#"{"type":"payment.captured","payload":{}}"#, "missing field `id`"),
             (r#"{"id":null,"type":"payment.captured","payload":{}}"#, "missing field `id`"),
             (r#"{"id":7,"type":"payment.captured","payload":{}}"#, "field `id` must be a string"),

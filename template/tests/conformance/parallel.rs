@@ -26,7 +26,7 @@ fn messages() -> usize {
 #[test]
 fn debits_each_payment_once_across_workers() {
     let (workers, messages) = (workers(), messages());
-    for inbox in [RealInbox::ONE_PER_TRANSACTION, RealInbox::BATCHED] {
+    for inbox in RealInbox::ALL {
         let observed =
             parallel(&DebitSubject, &inbox, workers, messages).unwrap_or_else(|v| panic!("{v}"));
         let expected = OPENING_BALANCE - AMOUNT * messages as i64;

@@ -6,7 +6,7 @@ use crate::support::subjects::{ACCOUNT, DebitSubject, NotifySubject};
 
 #[test]
 fn failed_debit_leaves_nothing_and_redelivery_applies_it_once() {
-    for inbox in [RealInbox::ONE_PER_TRANSACTION, RealInbox::BATCHED] {
+    for inbox in RealInbox::ALL {
         let Redelivered {
             after_failure,
             after_redelivery,

@@ -5,7 +5,7 @@ use crate::support::subjects::{ACCOUNT, DebitSubject, NotifySubject};
 
 #[test]
 fn debits_each_payment_once() {
-    for inbox in [RealInbox::ONE_PER_TRANSACTION, RealInbox::BATCHED] {
+    for inbox in RealInbox::ALL {
         let observed = run_twice(&DebitSubject, &inbox, 50).unwrap_or_else(|v| panic!("{v}"));
         assert_eq!(observed.state, vec![(ACCOUNT, 500)], "1,000 minus 50 payments of 10");
         assert_eq!(observed.inbox_rows, 50);
@@ -15,7 +15,7 @@ fn debits_each_payment_once() {
 
 #[test]
 fn notifies_each_payment_once() {
-    for inbox in [RealInbox::ONE_PER_TRANSACTION, RealInbox::BATCHED] {
+    for inbox in RealInbox::ALL {
         let observed = run_twice(&NotifySubject::real(), &inbox, 50).unwrap_or_else(|v| panic!("{v}"));
         assert_eq!(observed.state.len(), 100, "50 events x 2 channels");
     }

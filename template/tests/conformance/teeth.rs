@@ -23,7 +23,7 @@ fn caught<T>(result: Result<T, Violation>, what: &str) {
 
 #[test]
 fn the_real_inbox_passes_every_scenario() {
-    for inbox in [RealInbox::ONE_PER_TRANSACTION, RealInbox::BATCHED] {
+    for inbox in RealInbox::ALL {
         let violations = suite(&inbox);
         assert!(violations.is_empty(), "{violations:#?}");
     }

@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# Repeats the parallel tests many times: a race that shows up once in a
+# thousand runs is still a race.
+#
+#   scripts/stress.sh [ITERATIONS]        (default 200)
+#
+# Knobs (environment):
+#   STRESS_WORKERS=8 STRESS_MESSAGES=200   harder schedules (defaults 4, 50)
+#   STRESS_FILTER='test(/^parallel::/)'    which tests to repeat (nextest filterset)
+#   STRESS_RUNNER=loop                     force the plain loop even if nextest is installed
+#
+# Uses `cargo nextest run --stress-count` when cargo-nextest is installed and
+# a plain loop over the test binary otherwise. Stops at the first failing
+# iteration and prints its output. Ends with the iterations run and the rate.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+iterations="${1:-200}"
+if ! [[ "$iterations" =~ ^[1-9][0-9]*$ ]]; then
+    echo "usage: scripts/stress.sh [ITERATIONS]   (a positive whole number, default 200)" >&2
+    exit 2
+fi
+filter="${STRESS_FILTER:-test(/^parallel::/)}"
+export STRESS_WORKERS="${STRESS_WORKERS:-4}" STRESS_MESSAGES="${STRESS_MESSAGES:-50}"
+echo "stress: $iterations iterations of the parallel tests, ${STRESS_WORKERS} workers x ${STRESS_MESSAGES} messages" >&2
+
+finish() {
+    local started="$1" done="$2" status="$3"
+    local seconds rate
+    seconds=$(awk -v s="$started" -v e="$(date +%s.%N)" 'BEGIN { printf "%.2f", e - s }')
+    rate=$(awk -v n="$done" -v s="$seconds" 'BEGIN { printf "%.1f", (s > 0 ? n / s : 0) }')
+    echo "stress: $status: iterations=$done seconds=$seconds rate=${rate}/s"
+}
+
+if [[ "${STRESS_RUNNER:-}" != loop ]] && cargo nextest --version >/dev/null 2>&1; then
+    cargo nextest run --release --no-run --test conformance
+    started=$(date +%s.%N)
+    if cargo nextest run --release --test conformance -E "$filter" \
+        --stress-count "$iterations" --fail-fast \
+        --status-level fail --final-status-level fail --failure-output immediate; then
+        finish "$started" "$iterations" passed
+    else
+        finish "$started" "?" "FAILED (nextest output above)"
+        exit 1
+    fi
+    exit 0
+fi
+
+# Plain loop: build once, then run the test binary directly.
+binary=$(cargo test --release --no-run --test conformance 2>&1 | sed -n 's/.*Executable.*(\(.*\))$/\1/p' | tail -n 1)
+if [[ -z "$binary" || ! -x "$binary" ]]; then
+    echo "stress: could not find the conformance test binary" >&2
+    exit 1
+fi
+output=$(mktemp)
+trap 'rm -f "$output"' EXIT
+started=$(date +%s.%N)
+for ((i = 1; i <= iterations; i++)); do
+    if ! "$binary" parallel:: >"$output" 2>&1; then
+        echo "stress: iteration $i failed:" >&2
+        cat "$output" >&2
+        finish "$started" "$((i - 1))" "FAILED at iteration $i"
+        exit 1
+    fi
+    if [[ -t 2 ]] && ((i % 10 == 0)); then
+        printf '\rstress: %d/%d' "$i" "$iterations" >&2
+    fi
+done
+[[ -t 2 ]] && printf '\r' >&2
+finish "$started" "$iterations" passed

@@ -1,0 +1,46 @@
+//! Injected failures.
+
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
+
+use rusqlite::Connection;
+
+use {{crate_name}}::event::Event;
+use {{crate_name}}::handler::{Handler, HandlerError};
+use {{crate_name}}::message::Message;
+
+/// Wraps a handler so that the first attempt at each chosen message fails
+/// *after* the real handler has done its writes: the harshest moment, since
+/// a correct inbox must now roll back both the writes and its own record.
+pub struct FailFirstAttempt {
+    inner: Arc<dyn Handler>,
+    not_yet_failed: Mutex<HashSet<String>>,
+}
+
+impl FailFirstAttempt {
+    pub fn new(inner: Arc<dyn Handler>, ids: HashSet<String>) -> Self {
+        Self {
+            inner,
+            not_yet_failed: Mutex::new(ids),
+        }
+    }
+}
+
+impl Handler for FailFirstAttempt {
+    fn consumer(&self) -> &'static str {
+        self.inner.consumer()
+    }
+    fn subscribes_to(&self, event: &Event) -> bool {
+        self.inner.subscribes_to(event)
+    }
+    fn schema(&self) -> &'static str {
+        self.inner.schema()
+    }
+    fn apply(&self, db: &Connection, message: &Message) -> Result<(), HandlerError> {
+        self.inner.apply(db, message)?;
+        if self.not_yet_failed.lock().unwrap().remove(message.id.as_str()) {
+            return Err(format!("injected failure after the business update of {}", message.id).into());
+        }
+        Ok(())
+    }
+}
