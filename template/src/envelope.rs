@@ -116,7 +116,7 @@ mod tests {
         let cases = [
             ("not json", "invalid JSON: expected ident"),
             (r#"{"id":"a""#, "invalid JSON: EOF while parsing"),
-            ("[1,2]", "not a valid envelope: invalid type: sequence, expected a JSON object"),
+            ("42", "not a valid envelope: invalid type: integer `42`, expected a JSON object"),
             (r#"{"id":"a","id":"b"}"#, "not a valid envelope: duplicate field `id`"),
             (r#"{"type":"payment.captured","payload":{}}"#, "missing field `id`"),
             (r#"{"id":null,"type":"payment.captured","payload":{}}"#, "missing field `id`"),
