@@ -1,5 +1,6 @@
 //! Generating a consumer from the template in this repository.
 
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, bail};
@@ -37,5 +38,24 @@ pub fn generate(name: &str, destination: &Path, define: Vec<String>) -> anyhow::
         bin: true,
         ..GenerateArgs::default()
     };
-    cargo_generate(args).with_context(|| format!("could not generate {name}"))
+    let before = entries(destination)?;
+    cargo_generate(args)
+        .with_context(|| format!("could not generate {name}"))
+        .inspect_err(|_| {
+            // cargo-generate creates the project folder before it validates
+            // every option; a failed run must not leave that half-made folder.
+            if let Ok(after) = entries(destination) {
+                for leftover in after.difference(&before) {
+                    let _ = std::fs::remove_dir_all(leftover);
+                }
+            }
+        })
+}
+
+fn entries(folder: &Path) -> anyhow::Result<BTreeSet<PathBuf>> {
+    let listing = std::fs::read_dir(folder)
+        .with_context(|| format!("could not read {}", folder.display()))?;
+    Ok(listing
+        .filter_map(|entry| entry.ok().map(|entry| entry.path()))
+        .collect())
 }

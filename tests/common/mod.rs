@@ -14,13 +14,23 @@ pub struct Generated {
     pub root: PathBuf,
 }
 
+/// The root of this repository.
+pub fn kit_root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The kit's own binary, `inbox-kit`.
+pub fn kit() -> Command {
+    Command::cargo_bin("inbox-kit").expect("the kit's binary")
+}
+
 /// Generates `name` with the template's defaults plus `defines`.
 pub fn generate(name: &str, defines: &[&str]) -> Generated {
     let dir = tempfile::Builder::new()
         .prefix("inbox-kit-test-")
         .tempdir()
         .expect("temporary folder");
-    let mut command = Command::cargo_bin("inbox-kit").expect("the kit's binary");
+    let mut command = kit();
     command.args(["new", name, "--destination"]).arg(dir.path());
     for define in defines {
         command.args(["--define", define]);
@@ -32,7 +42,11 @@ pub fn generate(name: &str, defines: &[&str]) -> Generated {
         String::from_utf8_lossy(&output.stderr)
     );
     let root = dir.path().join(name);
-    assert!(root.join("Cargo.toml").is_file(), "no Cargo.toml in {}", root.display());
+    assert!(
+        root.join("Cargo.toml").is_file(),
+        "no Cargo.toml in {}",
+        root.display()
+    );
     Generated { _dir: dir, root }
 }
 
