@@ -17,7 +17,16 @@ pub fn kit_root() -> &'static Path {
 /// never added to an enclosing Cargo workspace. cargo-generate needs an
 /// author name in the environment (`USER`, `CARGO_NAME`...); the
 /// `inbox-kit` binary provides one when there is none.
-pub fn generate(name: &str, destination: &Path, define: Vec<String>) -> anyhow::Result<PathBuf> {
+///
+/// With `format`, the generated Rust files go through rustfmt, so they are
+/// formatted whatever the project name's length; without it they are left
+/// exactly as the template renders them (what cargo-generate 0.23 does).
+pub fn generate(
+    name: &str,
+    destination: &Path,
+    define: Vec<String>,
+    format: bool,
+) -> anyhow::Result<PathBuf> {
     if !destination.is_dir() {
         bail!("destination {} is not a folder", destination.display());
     }
@@ -32,6 +41,7 @@ pub fn generate(name: &str, destination: &Path, define: Vec<String>) -> anyhow::
         destination: Some(destination.to_path_buf()),
         no_workspace: true,
         define,
+        no_fmt: !format,
         // The library defaults to a library crate; the CLI (and this
         // template) make a binary one.
         lib: false,

@@ -31,6 +31,10 @@ enum Command {
         /// `--define durability=full` (repeatable). See README.md.
         #[arg(long, short = 'D', value_name = "KEY=VALUE")]
         define: Vec<String>,
+        /// Leave the Rust files exactly as the template renders them instead
+        /// of running rustfmt on them (cargo-generate 0.23 does not format).
+        #[arg(long)]
+        no_format: bool,
     },
 }
 
@@ -40,8 +44,9 @@ fn main() -> ExitCode {
         name,
         destination,
         define,
+        no_format,
     } = Cli::parse().command;
-    match inbox_kit::generate(&name, &destination, define) {
+    match inbox_kit::generate(&name, &destination, define, !no_format) {
         Ok(path) => {
             println!("{}", path.display());
             ExitCode::SUCCESS

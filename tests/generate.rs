@@ -53,13 +53,13 @@ fn no_template_syntax_survives_generation() {
 #[test]
 fn options_reach_the_generated_code() {
     let project = generate("busy-consumer", &["default_workers=8", "durability=full"]);
-    let cli = fs::read_to_string(project.root.join("src/cli.rs")).unwrap();
+    let defaults = fs::read_to_string(project.root.join("src/defaults.rs")).unwrap();
     assert!(
-        cli.contains("default_value_t = 8,"),
+        defaults.contains("WORKERS: u16 = 8;"),
         "workers default not applied"
     );
     assert!(
-        cli.contains("default_value_t = Durability::Full"),
+        defaults.contains("DURABILITY: Durability = Durability::Full;"),
         "durability default not applied"
     );
     let manifest = fs::read_to_string(project.root.join("Cargo.toml")).unwrap();

@@ -12,6 +12,7 @@ use clap::{Args, Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use {{crate_name}}::database::{Database, Durability, Settings};
+use {{crate_name}}::defaults;
 use {{crate_name}}::handlers;
 use {{crate_name}}::pipeline::{self, Options, Rejects, Summary};
 
@@ -29,11 +30,16 @@ pub struct Cli {
 #[derive(Args)]
 struct DatabaseArgs {
     /// SQLite database file (created if missing).
-    #[arg(long, global = true, env = "CONSUMER_DB", default_value = "consumer.db")]
+    #[arg(
+        long,
+        global = true,
+        env = "CONSUMER_DB",
+        default_value = "consumer.db"
+    )]
     db: PathBuf,
     /// `normal`: fast commits that survive a crash of this process;
     /// `full`: every commit reaches the disk before it counts.
-    #[arg(long, global = true, value_enum, default_value_t = Durability::{{durability | capitalize}})]
+    #[arg(long, global = true, value_enum, default_value_t = defaults::DURABILITY)]
     durability: Durability,
 }
 
@@ -64,7 +70,7 @@ struct RunArgs {
     /// Input file; `-` or nothing reads standard input.
     input: Option<PathBuf>,
     /// Worker threads, each with its own database connection.
-    #[arg(long, short, default_value_t = {{default_workers}}, value_parser = clap::value_parser!(u16).range(1..=256))]
+    #[arg(long, short, default_value_t = defaults::WORKERS, value_parser = clap::value_parser!(u16).range(1..=256))]
     workers: u16,
     /// Messages per transaction (1 = one transaction per message).
     #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u16).range(1..))]
@@ -109,7 +115,11 @@ fn open(path: &std::path::Path, settings: Settings) -> anyhow::Result<Database> 
         .with_context(|| format!("could not open the database {}", path.display()))
 }
 
-async fn run(args: RunArgs, db_path: &std::path::Path, settings: Settings) -> anyhow::Result<ExitCode> {
+async fn run(
+    args: RunArgs,
+    db_path: &std::path::Path,
+    settings: Settings,
+) -> anyhow::Result<ExitCode> {
     let consumers = handlers::select(&args.consumers)?;
     let database = open(db_path, settings)?;
     let (input, length) = open_input(args.input.as_ref())?;
@@ -140,11 +150,15 @@ async fn run(args: RunArgs, db_path: &std::path::Path, settings: Settings) -> an
 fn open_input(path: Option<&PathBuf>) -> anyhow::Result<(Box<dyn BufRead + Send>, Option<u64>)> {
     match path {
         Some(path) if path.as_os_str() != "-" => {
-            let file = File::open(path).with_context(|| format!("could not open {}", path.display()))?;
+            let file =
+                File::open(path).with_context(|| format!("could not open {}", path.display()))?;
             let length = file.metadata().ok().map(|metadata| metadata.len());
             Ok((Box::new(BufReader::with_capacity(1 << 16, file)), length))
         }
-        _ => Ok((Box::new(BufReader::with_capacity(1 << 16, io::stdin())), None)),
+        _ => Ok((
+            Box::new(BufReader::with_capacity(1 << 16, io::stdin())),
+            None,
+        )),
     }
 }
 
@@ -156,8 +170,10 @@ fn progress_bar(length: Option<u64>) -> ProgressBar {
     }
     match length {
         Some(length) => ProgressBar::new(length).with_style(
-            ProgressStyle::with_template("{bar:40} {bytes}/{total_bytes} committed ({bytes_per_sec}, {eta} left)")
-                .expect("valid template"),
+            ProgressStyle::with_template(
+                "{bar:40} {bytes}/{total_bytes} committed ({bytes_per_sec}, {eta} left)",
+            )
+            .expect("valid template"),
         ),
         None => ProgressBar::new_spinner().with_style(
             ProgressStyle::with_template("{spinner} {bytes} committed ({bytes_per_sec})")
@@ -180,8 +196,11 @@ fn status(database: &Database) -> anyhow::Result<()> {
     for (account, balance) in handlers::balances(&db)? {
         println!("account {account} balance={balance}");
     }
-    let mut per_consumer = db.prepare("SELECT consumer, count(*) FROM inbox GROUP BY consumer ORDER BY consumer")?;
-    let rows = per_consumer.query_map([], |row| Ok((row.get::<_, String>(0)?, row.get::<_, i64>(1)?)))?;
+    let mut per_consumer =
+        db.prepare("SELECT consumer, count(*) FROM inbox GROUP BY consumer ORDER BY consumer")?;
+    let rows = per_consumer.query_map([], |row| {
+        Ok((row.get::<_, String>(0)?, row.get::<_, i64>(1)?))
+    })?;
     for row in rows {
         let (consumer, count) = row?;
         println!("inbox {consumer} messages={count}");

@@ -106,8 +106,10 @@ mod tests {
 
     #[test]
     fn unescapes_string_ids() {
-        let message = parse(r#"{"id":"a\u0062c","type":"payment.captured","payload":{"account":1,"amount":1}}"#)
-            .unwrap();
+        let message = parse(
+            r#"{"id":"a\u0062c","type":"payment.captured","payload":{"account":1,"amount":1}}"#,
+        )
+        .unwrap();
         assert_eq!(message.id.as_str(), "abc");
     }
 
@@ -116,15 +118,39 @@ mod tests {
         let cases = [
             ("not json", "invalid JSON: expected ident"),
             (r#"{"id":"a""#, "invalid JSON: EOF while parsing"),
-            ("42", "not a valid envelope: invalid type: integer `42`, expected a JSON object"),
-            (r#"{"id":"a","id":"b"}"#, "not a valid envelope: duplicate field `id`"),
-            (r#"{"type":"payment.captured","payload":{}}"#, "missing field `id`"),
-            (r#"{"id":null,"type":"payment.captured","payload":{}}"#, "missing field `id`"),
-            (r#"{"id":7,"type":"payment.captured","payload":{}}"#, "field `id` must be a string"),
-            (r#"{"id":"","type":"payment.captured","payload":{}}"#, "message id is empty"),
+            (
+                "42",
+                "not a valid envelope: invalid type: integer `42`, expected a JSON object",
+            ),
+            (
+                r#"{"id":"a","id":"b"}"#,
+                "not a valid envelope: duplicate field `id`",
+            ),
+            (
+                r#"{"type":"payment.captured","payload":{}}"#,
+                "missing field `id`",
+            ),
+            (
+                r#"{"id":null,"type":"payment.captured","payload":{}}"#,
+                "missing field `id`",
+            ),
+            (
+                r#"{"id":7,"type":"payment.captured","payload":{}}"#,
+                "field `id` must be a string",
+            ),
+            (
+                r#"{"id":"","type":"payment.captured","payload":{}}"#,
+                "message id is empty",
+            ),
             (r#"{"id":"a","payload":{}}"#, "missing field `type`"),
-            (r#"{"id":"a","type":"nope","payload":{}}"#, "unknown type `nope`"),
-            (r#"{"id":"a","type":"payment.captured"}"#, "missing field `payload`"),
+            (
+                r#"{"id":"a","type":"nope","payload":{}}"#,
+                "unknown type `nope`",
+            ),
+            (
+                r#"{"id":"a","type":"payment.captured"}"#,
+                "missing field `payload`",
+            ),
             (
                 r#"{"id":"a","type":"payment.captured","payload":{"account":"1","amount":1}}"#,
                 "bad payload for `payment.captured`",

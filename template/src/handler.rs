@@ -60,7 +60,14 @@ mod tests {
             assert!(is_valid_consumer_name(good), "{good}");
         }
         let too_long = "a".repeat(65);
-        for bad in ["", "Debit", "9lives", "has space", "semi;colon", too_long.as_str()] {
+        for bad in [
+            "",
+            "Debit",
+            "9lives",
+            "has space",
+            "semi;colon",
+            too_long.as_str(),
+        ] {
             assert!(!is_valid_consumer_name(bad), "{bad}");
         }
     }

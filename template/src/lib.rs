@@ -10,6 +10,7 @@
 //! * [`pipeline`]: reading deliveries and fanning them out to workers.
 
 pub mod database;
+pub mod defaults;
 pub mod envelope;
 pub mod event;
 pub mod handler;

@@ -26,6 +26,11 @@ pub fn kit() -> Command {
 
 /// Generates `name` with the template's defaults plus `defines`.
 pub fn generate(name: &str, defines: &[&str]) -> Generated {
+    generate_with(name, defines, &[])
+}
+
+/// Like [`generate`], with extra `inbox-kit new` flags.
+pub fn generate_with(name: &str, defines: &[&str], flags: &[&str]) -> Generated {
     let dir = tempfile::Builder::new()
         .prefix("inbox-kit-test-")
         .tempdir()
@@ -35,6 +40,7 @@ pub fn generate(name: &str, defines: &[&str]) -> Generated {
     for define in defines {
         command.args(["--define", define]);
     }
+    command.args(flags);
     let output = command.output().expect("run inbox-kit");
     assert!(
         output.status.success(),

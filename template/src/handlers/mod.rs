@@ -35,7 +35,11 @@ pub fn select(names: &[String]) -> Result<Vec<Arc<dyn Handler>>, UnknownConsumer
                 .cloned()
                 .ok_or_else(|| UnknownConsumer {
                     name: name.clone(),
-                    known: all.iter().map(|h| h.consumer()).collect::<Vec<_>>().join(", "),
+                    known: all
+                        .iter()
+                        .map(|h| h.consumer())
+                        .collect::<Vec<_>>()
+                        .join(", "),
                 })
         })
         .collect()

@@ -69,6 +69,9 @@ pub trait Inbox: Send {
         message: &Message,
     ) -> Result<Outcome, StorageError> {
         let outcomes = self.deliver_batch(&[Delivery { handler, message }])?;
-        Ok(outcomes.into_iter().next().expect("one outcome per delivery"))
+        Ok(outcomes
+            .into_iter()
+            .next()
+            .expect("one outcome per delivery"))
     }
 }

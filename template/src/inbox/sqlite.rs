@@ -84,7 +84,12 @@ pub fn is_duplicate_key(error: &rusqlite::Error) -> bool {
 }
 
 /// Inserts the inbox row. `Ok(false)` means the row exists: a duplicate.
-fn record(db: &Connection, consumer: &str, id: &str, received_at: i64) -> Result<bool, StorageError> {
+fn record(
+    db: &Connection,
+    consumer: &str,
+    id: &str,
+    received_at: i64,
+) -> Result<bool, StorageError> {
     let inserted = db
         .prepare_cached(
             "INSERT INTO inbox (consumer, message_id, received_at) VALUES (?1, ?2, ?3)",
@@ -100,8 +105,10 @@ fn record(db: &Connection, consumer: &str, id: &str, received_at: i64) -> Result
 /// Runs the handler; a panic counts as a failure of this delivery instead of
 /// taking the worker (and the batch's other deliveries) down with it.
 fn apply(delivery: &Delivery<'_>, db: &Connection) -> Result<(), HandlerError> {
-    catch_unwind(AssertUnwindSafe(|| delivery.handler.apply(db, delivery.message)))
-        .unwrap_or_else(|panic| Err(panic_message(panic).into()))
+    catch_unwind(AssertUnwindSafe(|| {
+        delivery.handler.apply(db, delivery.message)
+    }))
+    .unwrap_or_else(|panic| Err(panic_message(panic).into()))
 }
 
 fn panic_message(panic: Box<dyn std::any::Any + Send>) -> String {
@@ -131,7 +138,12 @@ fn storage_fault(error: &HandlerError) -> Option<StorageError> {
             | CannotOpen
             | DatabaseCorrupt
     );
-    is_fault.then(|| StorageError(rusqlite::Error::SqliteFailure(failure, Some(sqlite.to_string()))))
+    is_fault.then(|| {
+        StorageError(rusqlite::Error::SqliteFailure(
+            failure,
+            Some(sqlite.to_string()),
+        ))
+    })
 }
 
 fn execute(db: &Connection, sql: &str) -> Result<(), StorageError> {

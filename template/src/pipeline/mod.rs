@@ -95,10 +95,15 @@ where
 
     let workers: Vec<_> = (0..options.workers.max(1))
         .map(|_| {
-            let (jobs, open_inbox, handlers, progress) =
-                (jobs_out.clone(), open_inbox.clone(), handlers.clone(), progress.clone());
+            let (jobs, open_inbox, handlers, progress) = (
+                jobs_out.clone(),
+                open_inbox.clone(),
+                handlers.clone(),
+                progress.clone(),
+            );
             tokio::task::spawn_blocking(move || -> anyhow::Result<Summary> {
-                let inbox = open_inbox().context("could not open a worker's database connection")?;
+                let inbox =
+                    open_inbox().context("could not open a worker's database connection")?;
                 Ok(work(inbox, &jobs, &handlers, options, &progress))
             })
         })

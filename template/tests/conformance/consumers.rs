@@ -12,8 +12,13 @@ fn both_consumers_apply_the_same_message_id() {
     let BothObserved {
         first: debit,
         second: notify,
-    } = both_consumers(&DebitSubject, &NotifySubject::real(), &RealInbox::ONE_PER_TRANSACTION, 50)
-        .unwrap_or_else(|v| panic!("{v}"));
+    } = both_consumers(
+        &DebitSubject,
+        &NotifySubject::real(),
+        &RealInbox::ONE_PER_TRANSACTION,
+        50,
+    )
+    .unwrap_or_else(|v| panic!("{v}"));
     assert_eq!(debit.state, vec![(ACCOUNT, 500)]);
     assert_eq!(debit.inbox_rows, 50);
     assert_eq!(notify.state.len(), 100);

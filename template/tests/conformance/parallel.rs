@@ -11,7 +11,11 @@ use crate::support::subjects::{ACCOUNT, AMOUNT, DebitSubject, NotifySubject, OPE
 fn knob(name: &str, default: usize) -> usize {
     std::env::var(name)
         .ok()
-        .map(|value| value.parse().unwrap_or_else(|_| panic!("{name} must be a number")))
+        .map(|value| {
+            value
+                .parse()
+                .unwrap_or_else(|_| panic!("{name} must be a number"))
+        })
         .unwrap_or(default)
 }
 
@@ -32,14 +36,22 @@ fn debits_each_payment_once_across_workers() {
         let expected = OPENING_BALANCE - AMOUNT * messages as i64;
         assert_eq!(observed.state, vec![(ACCOUNT, expected)]);
         assert_eq!(observed.inbox_rows, messages);
-        assert_eq!(observed.outcomes.failed, 0, "a contended lock is not a failure");
+        assert_eq!(
+            observed.outcomes.failed, 0,
+            "a contended lock is not a failure"
+        );
     }
 }
 
 #[test]
 fn notifies_each_payment_once_across_workers() {
     let (workers, messages) = (workers(), messages());
-    let observed = parallel(&NotifySubject::real(), &RealInbox::ONE_PER_TRANSACTION, workers, messages)
-        .unwrap_or_else(|v| panic!("{v}"));
+    let observed = parallel(
+        &NotifySubject::real(),
+        &RealInbox::ONE_PER_TRANSACTION,
+        workers,
+        messages,
+    )
+    .unwrap_or_else(|v| panic!("{v}"));
     assert_eq!(observed.state.len(), 2 * messages);
 }

@@ -7,7 +7,8 @@
 use std::sync::Arc;
 
 use crate::support::broken::{
-    CheckThenAct, DeferredCheck, KeyedByMessageId, MintedId, NoInbox, NotifyUniqueOnEventId, RecordFirst,
+    CheckThenAct, DeferredCheck, KeyedByMessageId, MintedId, NoInbox, NotifyUniqueOnEventId,
+    RecordFirst,
 };
 use crate::support::harness::{
     RealInbox, Violation, both_consumers, parallel, redeliver_after_failure, run_twice, suite,
@@ -38,7 +39,10 @@ fn no_inbox_is_caught_by_run_twice() {
 fn check_then_act_passes_run_twice_but_is_caught_by_parallel() {
     run_twice(&DebitSubject, &CheckThenAct, 50)
         .expect("with one worker the SELECT always sees the earlier commit");
-    caught(parallel(&DebitSubject, &CheckThenAct, 4, 50), "check-then-act");
+    caught(
+        parallel(&DebitSubject, &CheckThenAct, 4, 50),
+        "check-then-act",
+    );
 }
 
 #[test]
@@ -62,13 +66,19 @@ fn inbox_keyed_by_message_id_alone_is_caught_by_both_consumers() {
 
 #[test]
 fn id_minted_on_receipt_is_caught_by_run_twice() {
-    caught(run_twice(&DebitSubject, &MintedId, 50), "id minted on receipt");
+    caught(
+        run_twice(&DebitSubject, &MintedId, 50),
+        "id minted on receipt",
+    );
 }
 
 #[test]
 fn deferred_begin_is_caught_by_parallel() {
     run_twice(&DebitSubject, &DeferredCheck, 50).expect("without contention DEFERRED never fails");
-    caught(parallel(&DebitSubject, &DeferredCheck, 4, 50), "deferred BEGIN");
+    caught(
+        parallel(&DebitSubject, &DeferredCheck, 4, 50),
+        "deferred BEGIN",
+    );
 }
 
 #[test]

@@ -85,7 +85,11 @@ fn insert_inbox_row(db: &Connection, consumer: &str, id: &str) -> rusqlite::Resu
 
 /// The real algorithm (insert first, then apply, one IMMEDIATE
 /// transaction), for broken variants that change only its inputs.
-fn insert_first(db: &mut Connection, handler: &dyn Handler, message: &Message) -> rusqlite::Result<Outcome> {
+fn insert_first(
+    db: &mut Connection,
+    handler: &dyn Handler,
+    message: &Message,
+) -> rusqlite::Result<Outcome> {
     let tx = db.transaction_with_behavior(TransactionBehavior::Immediate)?;
     match insert_inbox_row(&tx, handler.consumer(), message.id.as_str()) {
         Err(error) if is_duplicate_key(&error) => return Ok(Outcome::Duplicate),

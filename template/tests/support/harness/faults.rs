@@ -38,8 +38,17 @@ impl Handler for FailFirstAttempt {
     }
     fn apply(&self, db: &Connection, message: &Message) -> Result<(), HandlerError> {
         self.inner.apply(db, message)?;
-        if self.not_yet_failed.lock().unwrap().remove(message.id.as_str()) {
-            return Err(format!("injected failure after the business update of {}", message.id).into());
+        if self
+            .not_yet_failed
+            .lock()
+            .unwrap()
+            .remove(message.id.as_str())
+        {
+            return Err(format!(
+                "injected failure after the business update of {}",
+                message.id
+            )
+            .into());
         }
         Ok(())
     }

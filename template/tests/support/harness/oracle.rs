@@ -42,7 +42,10 @@ impl std::fmt::Display for Violation {
 /// The state after applying each distinct message exactly once, straight
 /// through the handler, in a fresh database. No inbox is involved, and
 /// nothing about files or locking matters here, so it runs in memory.
-pub fn once_only_state<S: Subject>(subject: &S, messages: &[Message]) -> Result<S::State, Violation> {
+pub fn once_only_state<S: Subject>(
+    subject: &S,
+    messages: &[Message],
+) -> Result<S::State, Violation> {
     let handler = subject.handler();
     let mut db = Connection::open_in_memory().expect("in-memory database");
     db.execute_batch(handler.schema()).expect("handler schema");
@@ -64,8 +67,16 @@ pub fn once_only_state<S: Subject>(subject: &S, messages: &[Message]) -> Result<
 impl<State: PartialEq + std::fmt::Debug> Play<State> {
     /// Judges the run: state equal to once-only, one inbox row per distinct
     /// message, no failures, every other delivery a duplicate.
-    pub fn judge<S: Subject<State = State>>(self, subject: &S) -> Result<Observed<State>, Violation> {
-        let distinct = self.messages.iter().map(|m| &m.id).collect::<HashSet<_>>().len();
+    pub fn judge<S: Subject<State = State>>(
+        self,
+        subject: &S,
+    ) -> Result<Observed<State>, Violation> {
+        let distinct = self
+            .messages
+            .iter()
+            .map(|m| &m.id)
+            .collect::<HashSet<_>>()
+            .len();
         let expected_state = once_only_state(subject, &self.messages)?;
         let expected_outcomes = Summary {
             applied: distinct as u64,

@@ -10,7 +10,9 @@ use {{crate_name}}::inbox::{Delivery, Inbox};
 use {{crate_name}}::message::Message;
 use {{crate_name}}::pipeline::Summary;
 
-use super::{FailFirstAttempt, Fixture, InboxUnderTest, Observed, Play, Subject, Violation, once_only_state};
+use super::{
+    FailFirstAttempt, Fixture, InboxUnderTest, Observed, Play, Subject, Violation, once_only_state,
+};
 
 /// Delivers `messages` in order through one connection and counts outcomes.
 pub fn deliver_all(inbox: &mut dyn Inbox, handler: &dyn Handler, messages: &[Message]) -> Summary {
@@ -38,7 +40,11 @@ fn observe<S: Subject>(fixture: &Fixture, subject: &S, outcomes: Summary) -> Obs
 }
 
 /// **Run twice**: one worker delivers every message, then all of them again.
-pub fn play_run_twice<S: Subject>(subject: &S, inbox: &dyn InboxUnderTest, count: usize) -> Play<S::State> {
+pub fn play_run_twice<S: Subject>(
+    subject: &S,
+    inbox: &dyn InboxUnderTest,
+    count: usize,
+) -> Play<S::State> {
     let fixture = Fixture::new(inbox, &[subject]);
     let handler = subject.handler();
     let messages = subject.messages(count);
@@ -87,10 +93,12 @@ pub fn play_parallel<S: Subject>(
                 })
             })
             .collect();
-        threads.into_iter().fold(Summary::default(), |mut total, thread| {
-            total += thread.join().expect("worker thread");
-            total
-        })
+        threads
+            .into_iter()
+            .fold(Summary::default(), |mut total, thread| {
+                total += thread.join().expect("worker thread");
+                total
+            })
     });
     Play {
         scenario: format!("parallel {workers}x{count} via {}", inbox.name()),
@@ -212,7 +220,11 @@ pub fn redeliver_after_failure<S: Subject>(
 /// **Restart**: deliver everything, close every connection, reopen the
 /// database with a new inbox value, and deliver everything again: all of the
 /// second round must be duplicates.
-pub fn play_restart<S: Subject>(subject: &S, inbox: &dyn InboxUnderTest, count: usize) -> Play<S::State> {
+pub fn play_restart<S: Subject>(
+    subject: &S,
+    inbox: &dyn InboxUnderTest,
+    count: usize,
+) -> Play<S::State> {
     let fixture = Fixture::new(inbox, &[subject]);
     let handler = subject.handler();
     let messages = subject.messages(count);
