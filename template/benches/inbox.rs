@@ -13,7 +13,9 @@
 //!   larger: it streams, so the two should be about equal.
 //!
 //! Sizes: `BENCH_DELIVERIES` (default 200000), `BENCH_ITERATIONS` (default
-//! 500). A custom harness rather than criterion or divan: the results are
+//! 500). The scenario's databases go where the tests' fixtures go
+//! (`INBOX_TEST_TMPDIR`, else `/dev/shm`, else the temporary folder); the
+//! Python baseline uses the same folder. A custom harness rather than criterion or divan: the results are
 //! whole-pipeline rates and ratios between configurations, which those
 //! tools' per-function statistics do not express.
 
@@ -21,7 +23,7 @@
 mod support;
 
 use std::fs::File;
-use std::io::{BufRead, BufReader, BufWriter, Write};
+use std::io::{BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::Arc;
@@ -35,7 +37,7 @@ use {{crate_name}}::handler::Handler;
 use {{crate_name}}::handlers::{self, Debit};
 use {{crate_name}}::inbox::{Delivery, Inbox, Outcome, StorageError};
 use {{crate_name}}::pipeline::{self, Options, Rejects, Summary};
-use support::harness::{RealInbox, parallel, play_parallel};
+use support::harness::{RealInbox, parallel, play_parallel, scratch_folder};
 use support::subjects::DebitSubject;
 
 const ACCOUNTS: u64 = 1_000;
@@ -55,7 +57,7 @@ fn main() {
 
     let raw = raw_insert_rate(folder.path(), deliveries);
     throughput_table(folder.path(), &input, deliveries, raw);
-    let python = python_baseline(iterations, 20_000);
+    let python = python_baseline(iterations, 20_000, folder.path());
     scenario_table(iterations, python.as_ref());
     memory_table(folder.path(), &input, deliveries);
 }
@@ -111,25 +113,31 @@ fn write_input(path: &Path, count: usize) -> usize {
     distinct
 }
 
-fn fresh_database(folder: &Path, name: &str) -> Database {
+fn fresh_database(folder: &Path, name: &str, exclusive: bool) -> Database {
     let path = folder.join(name);
     for suffix in ["", "-wal", "-shm"] {
         let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
     }
     let handlers: Vec<Arc<dyn Handler>> = vec![Arc::new(Debit)];
     let database = Database::open(&path, Settings::default(), &handlers).expect("database");
-    let db = database.connect().expect("connection");
-    for account in 1..=ACCOUNTS as i64 {
-        handlers::open_account(&db, account, 1_000_000_000).expect("account");
+    {
+        let db = database.connect().expect("connection");
+        for account in 1..=ACCOUNTS as i64 {
+            handlers::open_account(&db, account, 1_000_000_000).expect("account");
+        }
     }
-    database
+    let settings = Settings {
+        exclusive,
+        ..Settings::default()
+    };
+    Database::new(&path, settings)
 }
 
 /// SQLite's raw limit: inbox rows through one prepared statement inside one
 /// transaction, from Rust.
 fn raw_insert_rate(folder: &Path, rows: usize) -> f64 {
     let ids: Vec<String> = (0..rows).map(|n| format!("m-{n:08}")).collect();
-    let mut db = fresh_database(folder, "raw.db")
+    let mut db = fresh_database(folder, "raw.db", false)
         .connect()
         .expect("connection");
     let started = Instant::now();
@@ -176,10 +184,7 @@ fn run_pipeline<I: Inbox + 'static>(
     open: impl Fn() -> Result<I, StorageError> + Send + Sync + 'static,
 ) -> (Summary, Duration) {
     let runtime = tokio::runtime::Runtime::new().expect("runtime");
-    let reader: Box<dyn BufRead + Send> = Box::new(BufReader::with_capacity(
-        1 << 16,
-        File::open(input).expect("input"),
-    ));
+    let reader: Box<dyn Read + Send> = Box::new(File::open(input).expect("input"));
     let started = Instant::now();
     let summary = runtime
         .block_on(pipeline::run(
@@ -194,37 +199,66 @@ fn run_pipeline<I: Inbox + 'static>(
     (summary, started.elapsed())
 }
 
+/// One row of the throughput table.
+struct Config {
+    label: String,
+    workers: usize,
+    batch_size: usize,
+    exclusive: bool,
+}
+
 fn throughput_table(folder: &Path, input: &Path, deliveries: usize, raw: f64) {
     println!("## `run` throughput (debit consumer, {deliveries} deliveries)\n");
     println!(
         "| transactions | workers | inbox (deliveries/s) | no inbox (deliveries/s) | inbox overhead | inbox vs raw limit |"
     );
     println!("|---|---|---|---|---|---|");
-    for (mode, batch_size) in [("one per delivery", 1), ("batched (64)", 64)] {
+    let batched = Options::default().batch_size;
+    let mut configs = Vec::new();
+    for (mode, batch_size) in [
+        ("one per delivery".to_owned(), 1),
+        (format!("batched ({batched})"), batched),
+    ] {
         for workers in [1, 2, 4] {
-            let options = Options {
+            configs.push(Config {
+                label: mode.clone(),
                 workers,
                 batch_size,
-                ..Options::default()
-            };
-            let database = fresh_database(folder, "run.db");
-            let (summary, took) = run_pipeline(input, options, move || {
-                database.inbox().map_err(StorageError::from)
+                exclusive: false,
             });
-            assert_eq!(summary.failed + summary.rejected, 0, "{summary}");
-            let inbox_rate = deliveries as f64 / took.as_secs_f64();
-
-            let bare = fresh_database(folder, "bare.db");
-            let (_, took) = run_pipeline(input, options, move || Ok(BareUpdate(bare.connect()?)));
-            let bare_rate = deliveries as f64 / took.as_secs_f64();
-            println!(
-                "| {mode} | {workers} | {} | {} | {:.2}x | {:.0}% |",
-                thousands(inbox_rate),
-                thousands(bare_rate),
-                bare_rate / inbox_rate,
-                100.0 * inbox_rate / raw
-            );
         }
+        configs.push(Config {
+            label: format!("{mode}, --exclusive"),
+            workers: 1,
+            batch_size,
+            exclusive: true,
+        });
+    }
+    for config in configs {
+        let options = Options {
+            workers: config.workers,
+            batch_size: config.batch_size,
+            ..Options::default()
+        };
+        let database = fresh_database(folder, "run.db", config.exclusive);
+        let (summary, took) = run_pipeline(input, options, move || {
+            database.inbox().map_err(StorageError::from)
+        });
+        assert_eq!(summary.failed + summary.rejected, 0, "{summary}");
+        let inbox_rate = deliveries as f64 / took.as_secs_f64();
+
+        let bare = fresh_database(folder, "bare.db", config.exclusive);
+        let (_, took) = run_pipeline(input, options, move || Ok(BareUpdate(bare.connect()?)));
+        let bare_rate = deliveries as f64 / took.as_secs_f64();
+        println!(
+            "| {} | {} | {} | {} | {:.2}x | {:.0}% |",
+            config.label,
+            config.workers,
+            thousands(inbox_rate),
+            thousands(bare_rate),
+            bare_rate / inbox_rate,
+            100.0 * inbox_rate / raw
+        );
     }
     println!(
         "\nRaw limit (one prepared INSERT of an inbox row in a loop, one transaction): {} rows/s.\n",
@@ -233,11 +267,17 @@ fn throughput_table(folder: &Path, input: &Path, deliveries: usize, raw: f64) {
 }
 
 /// (parallel median ms, parallel p99 ms, loop deliveries/s) from the Python baseline.
-fn python_baseline(iterations: usize, deliveries: usize) -> Option<(f64, f64, f64)> {
+fn python_baseline(
+    iterations: usize,
+    deliveries: usize,
+    loop_folder: &Path,
+) -> Option<(f64, f64, f64)> {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/seed_baseline.py");
     let output = Command::new("python3")
         .arg(script)
         .args([iterations.to_string(), deliveries.to_string()])
+        .arg(scratch_folder())
+        .arg(loop_folder)
         .output()
         .ok()
         .filter(|output| output.status.success())?;
@@ -252,6 +292,10 @@ fn python_baseline(iterations: usize, deliveries: usize) -> Option<(f64, f64, f6
 fn scenario_table(iterations: usize, python: Option<&(f64, f64, f64)>) {
     println!(
         "## One iteration of the parallel scenario: fresh database, 4 workers x the same 50 messages\n"
+    );
+    println!(
+        "Databases in {} (INBOX_TEST_TMPDIR picks another folder).\n",
+        scratch_folder().display()
     );
     println!("| implementation | median | p99 | median vs Python |");
     println!("|---|---|---|---|");
@@ -290,7 +334,7 @@ fn scenario_table(iterations: usize, python: Option<&(f64, f64, f64)>) {
                 "| Python seed consumer (benches/seed_baseline.py) | {median:.2} ms | {p99:.2} ms | 1.0x |"
             );
             println!(
-                "\nPython, one connection, one transaction per delivery, no parsing: {} deliveries/s.\n",
+                "\nPython, one connection, one transaction per delivery, no parsing, in the throughput folder: {} deliveries/s.\n",
                 thousands(*rate)
             );
         }
@@ -327,7 +371,7 @@ fn memory_table(folder: &Path, input: &Path, deliveries: usize) {
 /// Runs the consumer binary on `input` and returns its peak resident memory.
 fn peak_rss_kib(folder: &Path, input: &Path) -> i64 {
     let db: PathBuf = folder.join("memory.db");
-    drop(fresh_database(folder, "memory.db"));
+    drop(fresh_database(folder, "memory.db", false));
     #[expect(
         clippy::zombie_processes,
         reason = "reaped by wait4 below, which also reports its peak memory"

@@ -11,7 +11,10 @@ taken on the same machine at the same time:
 * `loop`: one connection, one transaction per delivery, no parsing;
   deliveries per second.
 
-Prints one JSON object. Usage: python3 seed_baseline.py ITERATIONS DELIVERIES
+Prints one JSON object.
+Usage: python3 seed_baseline.py ITERATIONS DELIVERIES [PARALLEL_FOLDER [LOOP_FOLDER]]
+(where the databases go; the benchmark passes the folders its own
+measurements use, so both sides pay the same storage costs.)
 """
 
 import json
@@ -84,8 +87,11 @@ def loop(folder, deliveries):
 
 def main():
     iterations, deliveries = int(sys.argv[1]), int(sys.argv[2])
-    with tempfile.TemporaryDirectory() as folder:
+    parallel_parent = sys.argv[3] if len(sys.argv) > 3 else None
+    loop_parent = sys.argv[4] if len(sys.argv) > 4 else parallel_parent
+    with tempfile.TemporaryDirectory(dir=parallel_parent) as folder:
         times = sorted(parallel_iteration(folder, n) for n in range(iterations))
+    with tempfile.TemporaryDirectory(dir=loop_parent) as folder:
         rate = loop(folder, deliveries)
     print(json.dumps({
         "parallel_median_ms": statistics.median(times) * 1000,

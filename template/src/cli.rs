@@ -2,7 +2,7 @@
 //! one does. The library does the work; this file only wires it up.
 
 use std::fs::File;
-use std::io::{self, BufRead, BufReader, IsTerminal};
+use std::io::{self, IsTerminal, Read};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -73,14 +73,20 @@ struct RunArgs {
     #[arg(long, short, default_value_t = defaults::WORKERS, value_parser = clap::value_parser!(u16).range(1..=256))]
     workers: u16,
     /// Messages per transaction (1 = one transaction per message).
-    #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u16).range(1..))]
+    #[arg(long, default_value_t = pipeline::DEFAULT_BATCH_SIZE, value_parser = clap::value_parser!(u16).range(1..))]
     batch_size: u16,
     /// Longest wait, in milliseconds, for a batch to fill before committing it.
-    #[arg(long, default_value_t = 5)]
-    batch_wait_ms: u64,
+    #[arg(long, default_value_t = pipeline::DEFAULT_BATCH_WAIT_MS)]
+    batch_wait_ms: u16,
     /// Only run these consumers (repeatable); default: all.
     #[arg(long = "consumer", value_name = "NAME")]
     consumers: Vec<String>,
+    /// Keep the database locked for the whole run instead of locking it per
+    /// transaction: about 1.4x faster with --batch-size 1, but nothing else
+    /// (status, another consumer) can open the database until the run ends.
+    /// Needs --workers 1.
+    #[arg(long)]
+    exclusive: bool,
     /// Write rejected lines as JSON lines to this file instead of stderr.
     #[arg(long, value_name = "FILE")]
     rejects: Option<PathBuf>,
@@ -120,7 +126,17 @@ async fn run(
     db_path: &std::path::Path,
     settings: Settings,
 ) -> anyhow::Result<ExitCode> {
+    if args.exclusive && args.workers != 1 {
+        anyhow::bail!(
+            "--exclusive keeps the database to one connection: use it with --workers 1 (got {})",
+            args.workers
+        );
+    }
     let consumers = handlers::select(&args.consumers)?;
+    let settings = Settings {
+        exclusive: args.exclusive,
+        ..settings
+    };
     let database = open(db_path, settings)?;
     let (input, length) = open_input(args.input.as_ref())?;
     let rejects = match &args.rejects {
@@ -132,7 +148,7 @@ async fn run(
     let options = Options {
         workers: usize::from(args.workers),
         batch_size: usize::from(args.batch_size),
-        batch_wait: Duration::from_millis(args.batch_wait_ms),
+        batch_wait: Duration::from_millis(u64::from(args.batch_wait_ms)),
     };
     let summary = pipeline::run(
         input,
@@ -147,18 +163,15 @@ async fn run(
     Ok(exit_code(&summary))
 }
 
-fn open_input(path: Option<&PathBuf>) -> anyhow::Result<(Box<dyn BufRead + Send>, Option<u64>)> {
+fn open_input(path: Option<&PathBuf>) -> anyhow::Result<(Box<dyn Read + Send>, Option<u64>)> {
     match path {
         Some(path) if path.as_os_str() != "-" => {
             let file =
                 File::open(path).with_context(|| format!("could not open {}", path.display()))?;
             let length = file.metadata().ok().map(|metadata| metadata.len());
-            Ok((Box::new(BufReader::with_capacity(1 << 16, file)), length))
+            Ok((Box::new(file), length))
         }
-        _ => Ok((
-            Box::new(BufReader::with_capacity(1 << 16, io::stdin())),
-            None,
-        )),
+        _ => Ok((Box::new(io::stdin()), None)),
     }
 }
 

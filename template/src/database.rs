@@ -46,6 +46,12 @@ pub struct Settings {
     /// How long a connection waits for the write lock before the batch fails
     /// as a storage error (not as a failure of the message).
     pub lock_wait: Duration,
+    /// Hold SQLite's file lock from the first write until the connection
+    /// closes (`locking_mode=EXCLUSIVE`), instead of taking and releasing
+    /// it around every transaction. Saves several system calls per
+    /// transaction; in exchange no other connection, in this process or
+    /// another, can use the database meanwhile. Only for a single worker.
+    pub exclusive: bool,
 }
 
 impl Default for Settings {
@@ -53,6 +59,7 @@ impl Default for Settings {
         Self {
             durability: Durability::Normal,
             lock_wait: Duration::from_secs(10),
+            exclusive: false,
         }
     }
 }
@@ -112,6 +119,9 @@ impl Database {
         let mut db = Connection::open(&self.path)?;
         db.pragma_update(None, "synchronous", self.settings.durability.pragma())?;
         wait_for_locks(&mut db, self.settings.lock_wait)?;
+        if self.settings.exclusive {
+            db.pragma_update(None, "locking_mode", "EXCLUSIVE")?;
+        }
         Ok(db)
     }
 }
@@ -119,11 +129,13 @@ impl Database {
 /// Installs a busy handler that retries a contended lock for up to
 /// `patience`.
 ///
-/// SQLite's own `busy_timeout` sleeps in steps of whole milliseconds, and
-/// under several contending workers that sleeping, not the work, dominates.
-/// Here a waiter first yields its time slice a few times (the holder of the
-/// lock usually finishes within microseconds), then sleeps in short,
-/// growing steps.
+/// A waiter sleeps 25 us, then 50 us, growing by 25 us per retry up to
+/// 0.5 ms. SQLite's own `busy_timeout` sleeps 1, 2, 5, 10... up to 100 ms,
+/// so a waiter often sleeps long after the lock is free; yielding instead
+/// of sleeping is worse still when workers outnumber cores, because the
+/// spinning waiters steal the CPU the lock holder needs to finish. Measured
+/// on the 4 x 50 parallel scenario (2 cores): median 7.1 ms with this
+/// handler, 7.6 ms (p99 23 ms) with `busy_timeout`, 9.1 ms yielding first.
 fn wait_for_locks(db: &mut Connection, patience: Duration) -> rusqlite::Result<()> {
     let mut started = Instant::now();
     db.busy_handler(Some(move |attempt: i32| {
@@ -133,12 +145,8 @@ fn wait_for_locks(db: &mut Connection, patience: Duration) -> rusqlite::Result<(
         if started.elapsed() >= patience {
             return false;
         }
-        if attempt < 32 {
-            std::thread::yield_now();
-        } else {
-            let step = u64::try_from(attempt - 31).unwrap_or(1).min(100);
-            std::thread::sleep(Duration::from_micros(10 * step));
-        }
+        let steps = u64::try_from(attempt).unwrap_or(0).min(19) + 1;
+        std::thread::sleep(Duration::from_micros(25 * steps));
         true
     }))
 }

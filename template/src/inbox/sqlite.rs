@@ -9,7 +9,7 @@
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use rusqlite::{Connection, TransactionBehavior, ffi};
+use rusqlite::{CachedStatement, Connection, TransactionBehavior, ffi};
 
 use super::{Delivery, Inbox, Outcome, StorageError};
 use crate::handler::HandlerError;
@@ -36,36 +36,62 @@ impl Inbox for SqliteInbox {
         let tx = self
             .db
             .transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let outcomes = batch
-            .iter()
-            .map(|delivery| deliver_one(&tx, delivery, received_at))
-            .collect::<Result<Vec<_>, _>>()?;
+        let outcomes = {
+            let mut statements = Statements::prepare(&tx)?;
+            batch
+                .iter()
+                .map(|delivery| deliver_one(&tx, &mut statements, delivery, received_at))
+                .collect::<Result<Vec<_>, _>>()?
+        };
         tx.commit()?;
         Ok(outcomes)
     }
 }
 
+/// The inbox's own statements, looked up in the connection's statement
+/// cache once per batch rather than once per delivery.
+struct Statements<'db> {
+    savepoint: CachedStatement<'db>,
+    release: CachedStatement<'db>,
+    rollback_to: CachedStatement<'db>,
+    record: CachedStatement<'db>,
+}
+
+impl<'db> Statements<'db> {
+    fn prepare(db: &'db Connection) -> rusqlite::Result<Self> {
+        Ok(Self {
+            savepoint: db.prepare_cached("SAVEPOINT delivery")?,
+            release: db.prepare_cached("RELEASE delivery")?,
+            rollback_to: db.prepare_cached("ROLLBACK TO delivery")?,
+            record: db.prepare_cached(
+                "INSERT INTO inbox (consumer, message_id, received_at) VALUES (?1, ?2, ?3)",
+            )?,
+        })
+    }
+}
+
 fn deliver_one(
     db: &Connection,
+    statements: &mut Statements<'_>,
     delivery: &Delivery<'_>,
     received_at: i64,
 ) -> Result<Outcome, StorageError> {
     let consumer = delivery.handler.consumer();
     let id = delivery.message.id.as_str();
-    execute(db, "SAVEPOINT delivery")?;
-    if !record(db, consumer, id, received_at)? {
-        execute(db, "RELEASE delivery")?;
+    statements.savepoint.execute([])?;
+    if !record(&mut statements.record, consumer, id, received_at)? {
+        statements.release.execute([])?;
         tracing::debug!(consumer, message_id = id, "duplicate delivery skipped");
         return Ok(Outcome::Duplicate);
     }
     match apply(delivery, db) {
         Ok(()) => {
-            execute(db, "RELEASE delivery")?;
+            statements.release.execute([])?;
             Ok(Outcome::Applied)
         }
         Err(error) => {
-            execute(db, "ROLLBACK TO delivery")?;
-            execute(db, "RELEASE delivery")?;
+            statements.rollback_to.execute([])?;
+            statements.release.execute([])?;
             if let Some(fault) = storage_fault(&error) {
                 return Err(fault);
             }
@@ -85,17 +111,12 @@ pub fn is_duplicate_key(error: &rusqlite::Error) -> bool {
 
 /// Inserts the inbox row. `Ok(false)` means the row exists: a duplicate.
 fn record(
-    db: &Connection,
+    insert: &mut CachedStatement<'_>,
     consumer: &str,
     id: &str,
     received_at: i64,
 ) -> Result<bool, StorageError> {
-    let inserted = db
-        .prepare_cached(
-            "INSERT INTO inbox (consumer, message_id, received_at) VALUES (?1, ?2, ?3)",
-        )?
-        .execute((consumer, id, received_at));
-    match inserted {
+    match insert.execute((consumer, id, received_at)) {
         Ok(_) => Ok(true),
         Err(error) if is_duplicate_key(&error) => Ok(false),
         Err(error) => Err(StorageError(error)),
@@ -144,11 +165,6 @@ fn storage_fault(error: &HandlerError) -> Option<StorageError> {
             Some(sqlite.to_string()),
         ))
     })
-}
-
-fn execute(db: &Connection, sql: &str) -> Result<(), StorageError> {
-    db.prepare_cached(sql)?.execute([])?;
-    Ok(())
 }
 
 fn unix_millis() -> i64 {

@@ -4,7 +4,7 @@
 //! multi-gigabyte line. Here a line longer than the limit is skipped to its
 //! end without being kept, so memory stays flat whatever the input holds.
 
-use std::io::{self, BufRead};
+use std::io::{self, BufRead, BufReader, Read};
 
 /// One line of input, numbered from 1.
 pub enum Line<'a> {
@@ -16,20 +16,31 @@ pub enum Line<'a> {
 
 /// Splits a byte stream into lines of at most `limit` bytes.
 pub struct Lines<R> {
-    reader: R,
+    reader: BufReader<R>,
     limit: usize,
     buffer: Vec<u8>,
     number: u64,
 }
 
-impl<R: BufRead> Lines<R> {
-    pub fn new(reader: R, limit: usize) -> Self {
+impl<R: Read> Lines<R> {
+    pub fn new(input: R, limit: usize) -> Self {
+        Self::with_capacity(input, 1 << 16, limit)
+    }
+
+    /// Like [`Lines::new`], reading `capacity` bytes at a time.
+    pub fn with_capacity(input: R, capacity: usize, limit: usize) -> Self {
         Self {
-            reader,
+            reader: BufReader::with_capacity(capacity, input),
             limit,
             buffer: Vec::new(),
             number: 0,
         }
+    }
+
+    /// Whether everything read so far has been handed out, so the next line
+    /// needs a read from the input, which may block (a quiet stdin).
+    pub fn must_wait_for_input(&self) -> bool {
+        self.reader.buffer().is_empty()
     }
 
     /// The next line with its number and its size in bytes (line break
@@ -87,7 +98,7 @@ mod tests {
     use super::*;
 
     fn collect(input: &[u8], limit: usize) -> Vec<(u64, Option<Vec<u8>>, usize)> {
-        let mut lines = Lines::new(io::BufReader::with_capacity(4, input), limit);
+        let mut lines = Lines::with_capacity(input, 4, limit);
         let mut out = Vec::new();
         while let Some((number, line, size)) = lines.next_line().unwrap() {
             let text = match line {

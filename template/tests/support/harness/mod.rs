@@ -111,7 +111,7 @@ pub struct Fixture {
 
 impl Fixture {
     pub fn new(inbox: &dyn InboxUnderTest, subjects: &[&dyn Seed]) -> Self {
-        let dir = tempfile::tempdir().expect("temporary folder");
+        let dir = tempfile::tempdir_in(scratch_folder()).expect("temporary folder");
         let path = dir.path().join("consumer.db");
         let handlers: Vec<_> = subjects.iter().map(|s| s.seed_handler()).collect();
         inbox.create(&path, &handlers);
@@ -125,18 +125,39 @@ impl Fixture {
     pub fn connection(&self) -> Connection {
         Connection::open(&self.path).expect("open for reading")
     }
+}
 
-    /// Inbox rows recorded for `consumer`.
-    pub fn inbox_rows(&self, consumer: &str) -> usize {
-        let rows: i64 = self
-            .connection()
-            .query_row(
-                "SELECT count(*) FROM inbox WHERE consumer = ?1",
-                [consumer],
-                |row| row.get(0),
-            )
-            .expect("count inbox rows");
-        usize::try_from(rows).expect("a count is never negative")
+/// Inbox rows recorded for `consumer`.
+pub fn inbox_rows(db: &Connection, consumer: &str) -> usize {
+    let rows: i64 = db
+        .query_row(
+            "SELECT count(*) FROM inbox WHERE consumer = ?1",
+            [consumer],
+            |row| row.get(0),
+        )
+        .expect("count inbox rows");
+    usize::try_from(rows).expect("a count is never negative")
+}
+
+/// Where fixtures live: `INBOX_TEST_TMPDIR` if set, else `/dev/shm` when
+/// the machine has it, else the system's temporary folder.
+///
+/// A fixture is thrown away after one scenario, so it has no reason to wait
+/// for a disk: on a RAM-backed folder, creating and closing a database costs
+/// no fsync, which makes the stress loop several times faster. SQLite's
+/// locking (POSIX locks and the memory-mapped `-shm` file) works the same
+/// there, so the races the tests look for are the same races.
+pub fn scratch_folder() -> PathBuf {
+    if let Some(folder) = std::env::var_os("INBOX_TEST_TMPDIR") {
+        return PathBuf::from(folder);
+    }
+    let shm = Path::new("/dev/shm");
+    let writable = shm.is_dir()
+        && std::fs::metadata(shm).is_ok_and(|metadata| !metadata.permissions().readonly());
+    if writable {
+        shm.to_path_buf()
+    } else {
+        std::env::temp_dir()
     }
 }
 

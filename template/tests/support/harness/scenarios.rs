@@ -11,7 +11,8 @@ use {{crate_name}}::message::Message;
 use {{crate_name}}::pipeline::Summary;
 
 use super::{
-    FailFirstAttempt, Fixture, InboxUnderTest, Observed, Play, Subject, Violation, once_only_state,
+    FailFirstAttempt, Fixture, InboxUnderTest, Observed, Play, Subject, Violation, inbox_rows,
+    once_only_state,
 };
 
 /// Delivers `messages` in order through one connection and counts outcomes.
@@ -32,10 +33,11 @@ pub fn deliver_all(inbox: &mut dyn Inbox, handler: &dyn Handler, messages: &[Mes
 }
 
 fn observe<S: Subject>(fixture: &Fixture, subject: &S, outcomes: Summary) -> Observed<S::State> {
+    let db = fixture.connection();
     Observed {
         outcomes,
-        inbox_rows: fixture.inbox_rows(subject.handler().consumer()),
-        state: subject.state(&fixture.connection()),
+        inbox_rows: inbox_rows(&db, subject.handler().consumer()),
+        state: subject.state(&db),
     }
 }
 
