@@ -35,7 +35,7 @@ fn stop(project: &Path, stop_hook_active: bool) -> Output {
 
 /// Breaks the inbox the record-first way: a failed delivery keeps its inbox
 /// row (and its writes), so the redelivery is dropped as a duplicate.
-const CORRECT: &str = r#"execute(db, "ROLLBACK TO delivery")?;"#;
+const CORRECT: &str = "statements.rollback_to.execute([])?;";
 const BROKEN: &str = "// rollback removed: the failed delivery stays recorded";
 
 #[test]
