@@ -8,6 +8,8 @@
 #   STRESS_WORKERS=8 STRESS_MESSAGES=200   harder schedules (defaults 4, 50)
 #   STRESS_FILTER='test(/^parallel::/)'    which tests to repeat (nextest filterset)
 #   STRESS_RUNNER=loop                     force the plain loop even if nextest is installed
+#   PARALLEL_ROUNDS=1                      rounds per test (default here 1: repeating is this script's job;
+#                                          a plain `cargo test` plays 3)
 #
 # Uses `cargo nextest run --stress-count` when cargo-nextest is installed and
 # a plain loop over the test binary otherwise. Stops at the first failing
@@ -22,6 +24,7 @@ if ! [[ "$iterations" =~ ^[1-9][0-9]*$ ]]; then
 fi
 filter="${STRESS_FILTER:-test(/^parallel::/)}"
 export STRESS_WORKERS="${STRESS_WORKERS:-4}" STRESS_MESSAGES="${STRESS_MESSAGES:-50}"
+export PARALLEL_ROUNDS="${PARALLEL_ROUNDS:-1}"
 echo "stress: $iterations iterations of the parallel tests, ${STRESS_WORKERS} workers x ${STRESS_MESSAGES} messages" >&2
 
 finish() {
