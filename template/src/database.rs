@@ -52,6 +52,8 @@ pub struct Settings {
     /// transaction; in exchange no other connection, in this process or
     /// another, can use the database meanwhile. Only for a single worker.
     pub exclusive: bool,
+    /// Failed attempts after which a message is dead-lettered.
+    pub max_attempts: u32,
 }
 
 impl Default for Settings {
@@ -60,6 +62,7 @@ impl Default for Settings {
             durability: Durability::Normal,
             lock_wait: Duration::from_secs(10),
             exclusive: false,
+            max_attempts: 5,
         }
     }
 }
@@ -111,7 +114,10 @@ impl Database {
 
     /// A new connection for one worker.
     pub fn inbox(&self) -> rusqlite::Result<SqliteInbox> {
-        Ok(SqliteInbox::new(self.connect()?))
+        Ok(SqliteInbox::new(
+            self.connect()?,
+            self.settings.max_attempts,
+        ))
     }
 
     /// A new plain connection, configured like the workers' ones.

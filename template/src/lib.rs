@@ -7,7 +7,8 @@
 //! * [`envelope`]: the JSON-lines wire format and every way a line is rejected;
 //! * [`handler`] and [`handlers`]: the business code, one consumer per handler;
 //! * [`database`]: the SQLite file, its settings and lock waiting;
-//! * [`pipeline`]: reading deliveries and fanning them out to workers.
+//! * [`pipeline`]: reading deliveries and fanning them out to workers;
+//! * [`retention`]: purging old inbox rows without letting late duplicates through.
 
 pub mod database;
 pub mod defaults;
@@ -18,3 +19,4 @@ pub mod handlers;
 pub mod inbox;
 pub mod message;
 pub mod pipeline;
+pub mod retention;

@@ -17,12 +17,18 @@
 //! "new", and recording the id in its own transaction before the update
 //! loses the message forever when the update fails.
 //!
+//! A message that keeps failing is counted and, after a maximum number of
+//! attempts, parked as a dead letter (see `poison.rs`), so it never blocks
+//! the messages behind it and is never silently lost.
+//!
 //! [`Inbox`] is the seam between the consumer pipeline and storage:
 //! [`SqliteInbox`] implements it today; the test harness plugs known-broken
 //! implementations into the same seam to show that the tests catch them.
 
+mod poison;
 mod sqlite;
 
+pub use poison::{DeadLetter, dead_letters, failures};
 pub use sqlite::{SqliteInbox, is_duplicate_key};
 
 use crate::handler::Handler;
@@ -39,6 +45,10 @@ pub enum Outcome {
     /// The handler failed; everything it did was rolled back, inbox row
     /// included, so a redelivery will try again.
     Failed(String),
+    /// The handler failed for the configured maximum number of attempts: the
+    /// message is parked in `dead_letters` (with its payload and this error)
+    /// and further redeliveries are duplicates until it is re-driven.
+    DeadLettered(String),
 }
 
 /// One message for one consumer.

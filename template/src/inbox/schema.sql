@@ -8,3 +8,29 @@ CREATE TABLE IF NOT EXISTS inbox (
     received_at INTEGER NOT NULL,
     PRIMARY KEY (consumer, message_id)
 ) WITHOUT ROWID;
+
+-- Failed attempts per (consumer, message). Written after the failed
+-- delivery's savepoint was rolled back, so the count survives the rollback
+-- that undoes everything else the attempt did.
+CREATE TABLE IF NOT EXISTS attempts (
+    consumer       TEXT    NOT NULL,
+    message_id     TEXT    NOT NULL,
+    failures       INTEGER NOT NULL,
+    last_error     TEXT    NOT NULL,
+    last_failed_at INTEGER NOT NULL,
+    PRIMARY KEY (consumer, message_id)
+) WITHOUT ROWID;
+
+-- Messages that failed max_attempts times, with what is needed to look at
+-- them and re-drive them. Their inbox row is written at the same time, so a
+-- redelivery is a duplicate instead of another failure.
+CREATE TABLE IF NOT EXISTS dead_letters (
+    consumer   TEXT    NOT NULL,
+    message_id TEXT    NOT NULL,
+    event_type TEXT    NOT NULL,
+    payload    TEXT    NOT NULL,
+    error      TEXT    NOT NULL,
+    attempts   INTEGER NOT NULL,
+    dead_at    INTEGER NOT NULL,
+    PRIMARY KEY (consumer, message_id)
+) WITHOUT ROWID;

@@ -4,24 +4,54 @@
 //! write lock up front, so a transaction never holds a read snapshot that
 //! SQLite would later refuse to upgrade. Each delivery inside the batch
 //! runs under its own SAVEPOINT, so a failing handler rolls back only its
-//! own delivery (its inbox row included) and the rest of the batch commits.
+//! own delivery (its inbox row included) and the rest of the batch commits;
+//! the failure is then counted outside that savepoint (see `poison.rs`).
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use rusqlite::{CachedStatement, Connection, TransactionBehavior, ffi};
 
-use super::{Delivery, Inbox, Outcome, StorageError};
-use crate::handler::HandlerError;
+use super::{Delivery, Inbox, Outcome, StorageError, poison};
+use crate::handler::{Handler, HandlerError};
+use crate::message::Message;
 
 /// One connection's inbox. Open it with [`crate::database::Database::inbox`].
 pub struct SqliteInbox {
     db: Connection,
+    max_attempts: u32,
 }
 
 impl SqliteInbox {
-    pub(crate) fn new(db: Connection) -> Self {
-        Self { db }
+    pub(crate) fn new(db: Connection, max_attempts: u32) -> Self {
+        Self { db, max_attempts }
+    }
+
+    /// Gives a dead letter another chance, in one transaction: forget its
+    /// inbox row and attempt count, deliver it again, and delete the dead
+    /// letter only if it applied. If it fails again, everything is rolled
+    /// back and the dead letter stays as it was.
+    pub fn redrive(
+        &mut self,
+        handler: &dyn Handler,
+        message: &Message,
+    ) -> Result<Outcome, StorageError> {
+        let now = unix_millis();
+        let tx = self
+            .db
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let (consumer, id) = (handler.consumer(), message.id.as_str());
+        poison::forget(&tx, consumer, id)?;
+        let outcome = {
+            let mut statements = Statements::prepare(&tx)?;
+            let delivery = Delivery { handler, message };
+            deliver_one(&tx, &mut statements, &delivery, now, u32::MAX)?
+        };
+        if outcome == Outcome::Applied {
+            poison::bury(&tx, consumer, id)?;
+            tx.commit()?;
+        }
+        Ok(outcome)
     }
 
     /// The underlying connection, for reading state (tests, status).
@@ -40,7 +70,15 @@ impl Inbox for SqliteInbox {
             let mut statements = Statements::prepare(&tx)?;
             batch
                 .iter()
-                .map(|delivery| deliver_one(&tx, &mut statements, delivery, received_at))
+                .map(|delivery| {
+                    deliver_one(
+                        &tx,
+                        &mut statements,
+                        delivery,
+                        received_at,
+                        self.max_attempts,
+                    )
+                })
                 .collect::<Result<Vec<_>, _>>()?
         };
         tx.commit()?;
@@ -75,6 +113,7 @@ fn deliver_one(
     statements: &mut Statements<'_>,
     delivery: &Delivery<'_>,
     received_at: i64,
+    max_attempts: u32,
 ) -> Result<Outcome, StorageError> {
     let consumer = delivery.handler.consumer();
     let id = delivery.message.id.as_str();
@@ -95,8 +134,7 @@ fn deliver_one(
             if let Some(fault) = storage_fault(&error) {
                 return Err(fault);
             }
-            tracing::warn!(consumer, message_id = id, %error, "delivery failed; it will apply on redelivery");
-            Ok(Outcome::Failed(error.to_string()))
+            poison::record_failure(db, delivery, &error.to_string(), received_at, max_attempts)
         }
     }
 }

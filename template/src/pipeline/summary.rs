@@ -5,14 +5,16 @@ use std::ops::AddAssign;
 
 use crate::inbox::Outcome;
 
-/// Outcome counts. `applied`, `duplicate` and `failed` count deliveries (one
-/// message to one consumer); `rejected` counts input lines.
+/// Outcome counts. `applied`, `duplicate`, `failed` and `dead_lettered`
+/// count deliveries (one message to one consumer); `rejected` counts input
+/// lines.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Summary {
     pub applied: u64,
     pub duplicate: u64,
     pub failed: u64,
     pub rejected: u64,
+    pub dead_lettered: u64,
 }
 
 impl Summary {
@@ -21,6 +23,7 @@ impl Summary {
             Outcome::Applied => self.applied += 1,
             Outcome::Duplicate => self.duplicate += 1,
             Outcome::Failed(_) => self.failed += 1,
+            Outcome::DeadLettered(_) => self.dead_lettered += 1,
         }
     }
 }
@@ -31,6 +34,7 @@ impl AddAssign for Summary {
         self.duplicate += other.duplicate;
         self.failed += other.failed;
         self.rejected += other.rejected;
+        self.dead_lettered += other.dead_lettered;
     }
 }
 
@@ -38,8 +42,8 @@ impl fmt::Display for Summary {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "applied={} duplicate={} failed={} rejected={}",
-            self.applied, self.duplicate, self.failed, self.rejected
+            "applied={} duplicate={} failed={} rejected={} dead_lettered={}",
+            self.applied, self.duplicate, self.failed, self.rejected, self.dead_lettered
         )
     }
 }

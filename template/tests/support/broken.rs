@@ -25,6 +25,7 @@ pub fn all_inboxes() -> Vec<Box<dyn InboxUnderTest>> {
         Box::new(KeyedByMessageId),
         Box::new(MintedId),
         Box::new(DeferredCheck),
+        Box::new(AttemptsCountedInside),
     ]
 }
 
@@ -286,6 +287,45 @@ impl InboxUnderTest for DeferredCheck {
             }
             tx.commit()?;
             Ok(Outcome::Applied)
+        })
+    }
+}
+
+/// Failed attempts counted inside the transaction that the failure rolls
+/// back: the count is undone with everything else, never reaches the
+/// maximum, and a poison message is retried forever instead of being
+/// dead-lettered. Caught by the poison-message test.
+pub struct AttemptsCountedInside;
+
+impl InboxUnderTest for AttemptsCountedInside {
+    fn name(&self) -> String {
+        "attempts counted inside the rolled-back transaction".into()
+    }
+    fn create(&self, path: &Path, handlers: &[Arc<dyn Handler>]) {
+        create_real_schema(path, handlers);
+    }
+    fn open(&self, path: &Path) -> Box<dyn Inbox> {
+        one_at_a_time(path, |db, handler, message| {
+            let tx = db.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            match insert_inbox_row(&tx, handler.consumer(), message.id.as_str()) {
+                Err(error) if is_duplicate_key(&error) => return Ok(Outcome::Duplicate),
+                other => other?,
+            };
+            match apply(handler, &tx, message) {
+                Ok(()) => {
+                    tx.commit()?;
+                    Ok(Outcome::Applied)
+                }
+                Err(error) => {
+                    tx.execute(
+                        "INSERT INTO attempts (consumer, message_id, failures, last_error, last_failed_at)
+                         VALUES (?1, ?2, 1, ?3, 0)
+                         ON CONFLICT (consumer, message_id) DO UPDATE SET failures = failures + 1",
+                        (handler.consumer(), message.id.as_str(), error.to_string()),
+                    )?;
+                    Ok(Outcome::Failed(error.to_string())) // dropping `tx` rolls the count back
+                }
+            }
         })
     }
 }

@@ -53,3 +53,27 @@ impl Handler for FailFirstAttempt {
         Ok(())
     }
 }
+
+/// Wraps a handler so that every attempt fails after the real handler has
+/// done its writes (generated schedules decide which deliveries use it).
+pub struct AlwaysFail(pub Arc<dyn Handler>);
+
+impl Handler for AlwaysFail {
+    fn consumer(&self) -> &'static str {
+        self.0.consumer()
+    }
+    fn subscribes_to(&self, event: &Event) -> bool {
+        self.0.subscribes_to(event)
+    }
+    fn schema(&self) -> &'static str {
+        self.0.schema()
+    }
+    fn apply(&self, db: &Connection, message: &Message) -> Result<(), HandlerError> {
+        self.0.apply(db, message)?;
+        Err(format!(
+            "injected failure after the business update of {}",
+            message.id
+        )
+        .into())
+    }
+}

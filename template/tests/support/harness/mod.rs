@@ -17,7 +17,7 @@ mod faults;
 mod oracle;
 mod scenarios;
 
-pub use faults::FailFirstAttempt;
+pub use faults::{AlwaysFail, FailFirstAttempt};
 pub use oracle::{Observed, Play, Violation, once_only_state};
 pub use scenarios::*;
 
@@ -56,16 +56,30 @@ pub trait InboxUnderTest: Sync {
 }
 
 /// The inbox this crate ships, delivering `batch_size` messages per
-/// transaction.
+/// transaction and dead-lettering a message after `max_attempts` failures.
 pub struct RealInbox {
     pub batch_size: usize,
+    pub max_attempts: u32,
 }
 
 impl RealInbox {
-    pub const ONE_PER_TRANSACTION: Self = Self { batch_size: 1 };
-    pub const BATCHED: Self = Self { batch_size: 16 };
+    pub const ONE_PER_TRANSACTION: Self = Self {
+        batch_size: 1,
+        max_attempts: 5,
+    };
+    pub const BATCHED: Self = Self {
+        batch_size: 16,
+        max_attempts: 5,
+    };
     /// Both ways of running the real inbox; the required tests use each.
     pub const ALL: [Self; 2] = [Self::ONE_PER_TRANSACTION, Self::BATCHED];
+
+    fn settings(&self) -> Settings {
+        Settings {
+            max_attempts: self.max_attempts,
+            ..Settings::default()
+        }
+    }
 }
 
 impl InboxUnderTest for RealInbox {
@@ -74,12 +88,12 @@ impl InboxUnderTest for RealInbox {
     }
 
     fn create(&self, path: &Path, handlers: &[Arc<dyn Handler>]) {
-        Database::open(path, Settings::default(), handlers).expect("create database");
+        Database::open(path, self.settings(), handlers).expect("create database");
     }
 
     fn open(&self, path: &Path) -> Box<dyn Inbox> {
         Box::new(Batching {
-            inner: Database::new(path, Settings::default())
+            inner: Database::new(path, self.settings())
                 .inbox()
                 .expect("open inbox"),
             batch_size: self.batch_size,

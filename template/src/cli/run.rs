@@ -1,72 +1,29 @@
-//! Command-line interface: the options of every subcommand and what each
-//! one does. The library does the work; this file only wires it up.
+//! `run`: process JSON-lines deliveries from a file or standard input.
 
 use std::fs::File;
 use std::io::{self, IsTerminal, Read};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::Context;
-use clap::{Args, Parser, Subcommand};
+use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 
-use {{crate_name}}::database::{Database, Durability, Settings};
-use {{crate_name}}::defaults;
-use {{crate_name}}::handlers;
+use {{crate_name}}::database::Settings;
 use {{crate_name}}::pipeline::{self, Options, Rejects, Summary};
+use {{crate_name}}::{defaults, handlers};
 
-/// An idempotent message consumer: every message is applied once per
-/// consumer, however often it is delivered.
-#[derive(Parser)]
-#[command(version, about, long_about = None)]
-pub struct Cli {
-    #[command(flatten)]
-    database: DatabaseArgs,
-    #[command(subcommand)]
-    command: Command,
-}
-
+/// Process JSON-lines deliveries from a file or standard input.
+///
+/// Each line is {"id": ..., "type": ..., "payload": {...}}; `id` is fixed by
+/// the sender and reused on resends. Every consumer subscribed to the type
+/// gets the message once, however often it appears. Prints one summary line
+/// at the end. Exit code: 0 all applied or duplicate, 3 some lines rejected,
+/// 4 some deliveries failed or were dead-lettered (run the input again to
+/// retry failures), 5 both.
 #[derive(Args)]
-struct DatabaseArgs {
-    /// SQLite database file (created if missing).
-    #[arg(
-        long,
-        global = true,
-        env = "CONSUMER_DB",
-        default_value = "consumer.db"
-    )]
-    db: PathBuf,
-    /// `normal`: fast commits that survive a crash of this process;
-    /// `full`: every commit reaches the disk before it counts.
-    #[arg(long, global = true, value_enum, default_value_t = defaults::DURABILITY)]
-    durability: Durability,
-}
-
-#[derive(Subcommand)]
-enum Command {
-    /// Process JSON-lines deliveries from a file or standard input.
-    ///
-    /// Each line is {"id": ..., "type": ..., "payload": {...}}; `id` is fixed
-    /// by the sender and reused on resends. Every consumer subscribed to the
-    /// type gets the message once, however often it appears. Prints one
-    /// summary line at the end. Exit code: 0 all applied or duplicate, 3 some
-    /// lines rejected, 4 some deliveries failed (run the input again to
-    /// retry them), 5 both.
-    Run(RunArgs),
-    /// Create an account for the `debit` consumer (or reset its balance).
-    OpenAccount {
-        /// Account id.
-        account: i64,
-        /// Opening balance, in minor units.
-        balance: i64,
-    },
-    /// Show balances, inbox rows per consumer and notifications.
-    Status,
-}
-
-#[derive(Args)]
-struct RunArgs {
+pub struct RunArgs {
     /// Input file; `-` or nothing reads standard input.
     input: Option<PathBuf>,
     /// Worker threads, each with its own database connection.
@@ -78,6 +35,10 @@ struct RunArgs {
     /// Longest wait, in milliseconds, for a batch to fill before committing it.
     #[arg(long, default_value_t = pipeline::DEFAULT_BATCH_WAIT_MS)]
     batch_wait_ms: u16,
+    /// Failed attempts after which a message is dead-lettered (counted across
+    /// runs; see `dead-letters`).
+    #[arg(long, default_value_t = Settings::default().max_attempts, value_parser = clap::value_parser!(u32).range(1..))]
+    max_attempts: u32,
     /// Only run these consumers (repeatable); default: all.
     #[arg(long = "consumer", value_name = "NAME")]
     consumers: Vec<String>,
@@ -92,40 +53,7 @@ struct RunArgs {
     rejects: Option<PathBuf>,
 }
 
-impl Cli {
-    pub async fn execute(self) -> anyhow::Result<ExitCode> {
-        let settings = Settings {
-            durability: self.database.durability,
-            ..Settings::default()
-        };
-        let db_path = self.database.db;
-        match self.command {
-            Command::Run(args) => run(args, &db_path, settings).await,
-            Command::OpenAccount { account, balance } => {
-                let database = open(&db_path, settings)?;
-                handlers::open_account(&database.connect()?, account, balance)?;
-                println!("account {account} balance={balance}");
-                Ok(ExitCode::SUCCESS)
-            }
-            Command::Status => {
-                let database = open(&db_path, settings)?;
-                status(&database)?;
-                Ok(ExitCode::SUCCESS)
-            }
-        }
-    }
-}
-
-fn open(path: &std::path::Path, settings: Settings) -> anyhow::Result<Database> {
-    Database::open(path, settings, &handlers::all())
-        .with_context(|| format!("could not open the database {}", path.display()))
-}
-
-async fn run(
-    args: RunArgs,
-    db_path: &std::path::Path,
-    settings: Settings,
-) -> anyhow::Result<ExitCode> {
+pub async fn run(args: RunArgs, path: &Path, settings: Settings) -> anyhow::Result<ExitCode> {
     if args.exclusive && args.workers != 1 {
         anyhow::bail!(
             "--exclusive keeps the database to one connection: use it with --workers 1 (got {})",
@@ -135,9 +63,10 @@ async fn run(
     let consumers = handlers::select(&args.consumers)?;
     let settings = Settings {
         exclusive: args.exclusive,
+        max_attempts: args.max_attempts,
         ..settings
     };
-    let database = open(db_path, settings)?;
+    let database = super::open(path, settings)?;
     let (input, length) = open_input(args.input.as_ref())?;
     let rejects = match &args.rejects {
         Some(path) => Rejects::to_json_lines(
@@ -196,28 +125,11 @@ fn progress_bar(length: Option<u64>) -> ProgressBar {
 }
 
 fn exit_code(summary: &Summary) -> ExitCode {
-    match (summary.rejected > 0, summary.failed > 0) {
+    let failed = summary.failed + summary.dead_lettered > 0;
+    match (summary.rejected > 0, failed) {
         (false, false) => ExitCode::SUCCESS,
         (true, false) => ExitCode::from(3),
         (false, true) => ExitCode::from(4),
         (true, true) => ExitCode::from(5),
     }
-}
-
-fn status(database: &Database) -> anyhow::Result<()> {
-    let db = database.connect()?;
-    for (account, balance) in handlers::balances(&db)? {
-        println!("account {account} balance={balance}");
-    }
-    let mut per_consumer =
-        db.prepare("SELECT consumer, count(*) FROM inbox GROUP BY consumer ORDER BY consumer")?;
-    let rows = per_consumer.query_map([], |row| {
-        Ok((row.get::<_, String>(0)?, row.get::<_, i64>(1)?))
-    })?;
-    for row in rows {
-        let (consumer, count) = row?;
-        println!("inbox {consumer} messages={count}");
-    }
-    println!("notifications={}", handlers::notifications(&db)?.len());
-    Ok(())
 }

@@ -1,0 +1,88 @@
+//! `dead-letters`: look at the messages that failed too often, and give
+//! them another chance once their handler or data is fixed.
+
+use std::process::ExitCode;
+
+use clap::Subcommand;
+
+use {{crate_name}}::database::Database;
+use {{crate_name}}::event::Event;
+use {{crate_name}}::handlers;
+use {{crate_name}}::inbox::{Outcome, dead_letters};
+use {{crate_name}}::message::{Message, MessageId};
+
+/// Messages parked after failing `--max-attempts` times.
+#[derive(Subcommand)]
+pub enum DeadLettersCommand {
+    /// List dead letters: consumer, message id, attempts, last error.
+    List,
+    /// Deliver dead letters again. Each one that applies is removed; one that
+    /// fails again stays, unchanged. Exit code 4 if any failed again.
+    Redrive {
+        /// Only this consumer's dead letters.
+        #[arg(long, value_name = "NAME")]
+        consumer: Option<String>,
+        /// Only these message ids; default: all.
+        ids: Vec<String>,
+    },
+}
+
+pub fn execute(command: DeadLettersCommand, database: &Database) -> anyhow::Result<ExitCode> {
+    match command {
+        DeadLettersCommand::List => {
+            let letters = dead_letters(&database.connect()?)?;
+            for letter in &letters {
+                println!(
+                    "{} {} attempts={} error={:?}",
+                    letter.consumer, letter.message_id, letter.attempts, letter.error
+                );
+            }
+            println!("dead_letters={}", letters.len());
+            Ok(ExitCode::SUCCESS)
+        }
+        DeadLettersCommand::Redrive { consumer, ids } => redrive(database, consumer, &ids),
+    }
+}
+
+fn redrive(
+    database: &Database,
+    consumer: Option<String>,
+    ids: &[String],
+) -> anyhow::Result<ExitCode> {
+    let letters = dead_letters(&database.connect()?)?;
+    let chosen = letters.iter().filter(|letter| {
+        consumer.as_ref().is_none_or(|c| *c == letter.consumer)
+            && (ids.is_empty() || ids.contains(&letter.message_id))
+    });
+    let mut inbox = database.inbox()?;
+    let (mut applied, mut still_failing) = (0, 0);
+    for letter in chosen {
+        let handler = handlers::select(std::slice::from_ref(&letter.consumer))?.remove(0);
+        let message = Message {
+            id: MessageId::new(letter.message_id.clone())?,
+            event: Event::decode(&letter.event_type, &letter.payload)?,
+        };
+        match inbox.redrive(handler.as_ref(), &message)? {
+            Outcome::Applied => {
+                applied += 1;
+                println!("{} {}: applied", letter.consumer, letter.message_id);
+            }
+            Outcome::Failed(error) | Outcome::DeadLettered(error) => {
+                still_failing += 1;
+                println!(
+                    "{} {}: failed again: {error}",
+                    letter.consumer, letter.message_id
+                );
+            }
+            Outcome::Duplicate => {
+                println!("{} {}: already applied", letter.consumer, letter.message_id)
+            }
+        }
+    }
+    println!("redriven applied={applied} still_failing={still_failing}");
+    Ok(if still_failing > 0 {
+        ExitCode::from(4)
+    } else {
+        ExitCode::SUCCESS
+    })
+}

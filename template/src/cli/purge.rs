@@ -1,0 +1,50 @@
+//! `purge`: delete inbox rows older than a window, never inside the
+//! broker's redelivery horizon unless forced.
+
+use std::io::{self, IsTerminal};
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::Args;
+use indicatif::ProgressBar;
+
+use {{crate_name}}::database::Database;
+use {{crate_name}}::retention;
+
+/// Delete inbox rows (and attempt counts) older than a window, in small
+/// transactions, while deliveries may go on.
+#[derive(Args)]
+pub struct PurgeArgs {
+    /// Delete rows received longer ago than this, e.g. `30d`, `36h`.
+    #[arg(long, value_parser = humantime::parse_duration)]
+    older_than: Duration,
+    /// The longest time the broker may still redeliver a message (SQS keeps
+    /// messages up to 14 days); a shorter purge window is refused.
+    #[arg(long, env = "CONSUMER_REDELIVERY_HORIZON", default_value = "14d", value_parser = humantime::parse_duration)]
+    redelivery_horizon: Duration,
+    /// Purge inside the redelivery horizon anyway.
+    #[arg(long)]
+    force: bool,
+    /// Rows deleted per transaction.
+    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u32).range(1..))]
+    batch_rows: u32,
+}
+
+pub fn purge(args: PurgeArgs, database: &Database) -> anyhow::Result<ExitCode> {
+    retention::check_window(args.older_than, args.redelivery_horizon, args.force)?;
+    let spinner = if io::stderr().is_terminal() {
+        ProgressBar::new_spinner()
+    } else {
+        ProgressBar::hidden()
+    };
+    let purged = retention::purge(database, args.older_than, args.batch_rows, |rows| {
+        spinner.set_message(format!("{rows} rows deleted"));
+        spinner.tick();
+    })?;
+    spinner.finish_and_clear();
+    println!(
+        "purged inbox_rows={} attempt_rows={}",
+        purged.inbox_rows, purged.attempt_rows
+    );
+    Ok(ExitCode::SUCCESS)
+}

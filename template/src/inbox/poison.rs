@@ -1,0 +1,118 @@
+//! Poison messages: a message whose handler keeps failing must not be
+//! retried forever, and must not disappear either.
+//!
+//! Each failure is counted in `attempts`, written after the failed
+//! delivery's savepoint was rolled back, so the count survives the rollback
+//! that undoes everything the attempt did. When a message reaches the
+//! configured maximum it moves to `dead_letters` with its payload and last
+//! error, and its inbox row is written so that further redeliveries are
+//! duplicates. `redrive` gives a dead letter another chance.
+
+use rusqlite::{Connection, OptionalExtension, params};
+
+use super::{Delivery, Outcome, StorageError};
+
+/// Counts a failed attempt and decides what it means: a plain failure
+/// (the broker should redeliver) or, at `max_attempts`, a dead letter.
+pub(super) fn record_failure(
+    db: &Connection,
+    delivery: &Delivery<'_>,
+    error: &str,
+    now: i64,
+    max_attempts: u32,
+) -> Result<Outcome, StorageError> {
+    let consumer = delivery.handler.consumer();
+    let id = delivery.message.id.as_str();
+    let failures: u32 = db
+        .prepare_cached(
+            "INSERT INTO attempts (consumer, message_id, failures, last_error, last_failed_at)
+             VALUES (?1, ?2, 1, ?3, ?4)
+             ON CONFLICT (consumer, message_id) DO UPDATE
+                SET failures = failures + 1, last_error = excluded.last_error,
+                    last_failed_at = excluded.last_failed_at
+             RETURNING failures",
+        )?
+        .query_row(params![consumer, id, error, now], |row| row.get(0))?;
+    if failures < max_attempts {
+        tracing::warn!(consumer, message_id = id, failures, %error, "delivery failed; it will apply on redelivery");
+        return Ok(Outcome::Failed(error.to_owned()));
+    }
+    let (event_type, payload) = delivery.message.event.encode();
+    db.prepare_cached(
+        "INSERT OR REPLACE INTO dead_letters
+            (consumer, message_id, event_type, payload, error, attempts, dead_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+    )?
+    .execute(params![
+        consumer, id, event_type, payload, error, failures, now
+    ])?;
+    db.prepare_cached(
+        "INSERT OR IGNORE INTO inbox (consumer, message_id, received_at) VALUES (?1, ?2, ?3)",
+    )?
+    .execute(params![consumer, id, now])?;
+    db.prepare_cached("DELETE FROM attempts WHERE consumer = ?1 AND message_id = ?2")?
+        .execute(params![consumer, id])?;
+    tracing::error!(consumer, message_id = id, failures, %error, "message dead-lettered after too many failures");
+    Ok(Outcome::DeadLettered(error.to_owned()))
+}
+
+/// A message parked after too many failures.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DeadLetter {
+    pub consumer: String,
+    pub message_id: String,
+    pub event_type: String,
+    pub payload: String,
+    pub error: String,
+    pub attempts: u32,
+    /// Milliseconds since the Unix epoch.
+    pub dead_at: i64,
+}
+
+/// Every dead letter, oldest first.
+pub fn dead_letters(db: &Connection) -> rusqlite::Result<Vec<DeadLetter>> {
+    let mut statement = db.prepare(
+        "SELECT consumer, message_id, event_type, payload, error, attempts, dead_at
+         FROM dead_letters ORDER BY dead_at, consumer, message_id",
+    )?;
+    let rows = statement.query_map([], |row| {
+        Ok(DeadLetter {
+            consumer: row.get(0)?,
+            message_id: row.get(1)?,
+            event_type: row.get(2)?,
+            payload: row.get(3)?,
+            error: row.get(4)?,
+            attempts: row.get(5)?,
+            dead_at: row.get(6)?,
+        })
+    })?;
+    rows.collect()
+}
+
+/// Failures counted so far for one delivery (0 if none).
+pub fn failures(db: &Connection, consumer: &str, message_id: &str) -> rusqlite::Result<u32> {
+    db.query_row(
+        "SELECT failures FROM attempts WHERE consumer = ?1 AND message_id = ?2",
+        params![consumer, message_id],
+        |row| row.get(0),
+    )
+    .optional()
+    .map(Option::unwrap_or_default)
+}
+
+/// Removes a dead letter's traces so that it can be delivered afresh: its
+/// inbox row and its attempt count. Part of a re-drive transaction.
+pub(super) fn forget(db: &Connection, consumer: &str, message_id: &str) -> rusqlite::Result<()> {
+    db.prepare_cached("DELETE FROM inbox WHERE consumer = ?1 AND message_id = ?2")?
+        .execute(params![consumer, message_id])?;
+    db.prepare_cached("DELETE FROM attempts WHERE consumer = ?1 AND message_id = ?2")?
+        .execute(params![consumer, message_id])?;
+    Ok(())
+}
+
+/// Deletes a dead letter once its re-drive applied.
+pub(super) fn bury(db: &Connection, consumer: &str, message_id: &str) -> rusqlite::Result<()> {
+    db.prepare_cached("DELETE FROM dead_letters WHERE consumer = ?1 AND message_id = ?2")?
+        .execute(params![consumer, message_id])?;
+    Ok(())
+}

@@ -1,0 +1,30 @@
+//! Reliability: the promise is "effectively once" whatever happens, and
+//! these tests try hard to break it. Each file is one kind of trouble:
+//!
+//! * `poison`: a message that always fails is dead-lettered, never blocks
+//!   the others, and can be re-driven;
+//! * `retention`: purging old inbox rows keeps recent duplicates caught and
+//!   loses nothing while deliveries run;
+//! * `faults`: a full or read-only database fails the batch cleanly and
+//!   processing resumes when the fault is gone;
+//! * `schedules`: generated delivery schedules (proptest) end in the
+//!   once-only state, and known-broken implementations are caught;
+//! * `hostile`: bad input is rejected line by line, nothing valid is lost;
+//! * `fuzz`: the envelope parser and line reader never panic;
+//! * `crash`: `run` killed with SIGKILL again and again, then finished;
+//! * `safety`: SQL only through bound parameters, no secrets in logs.
+//!
+//! Longer runs are opt-in: `CRASH_KILLS=200`, `FUZZ_CASES=1000000`,
+//! `PROPTEST_CASES=5000` (see the README).
+
+#[path = "../support/mod.rs"]
+mod support;
+
+mod crash;
+mod faults;
+mod fuzz;
+mod hostile;
+mod poison;
+mod retention;
+mod safety;
+mod schedules;

@@ -1,0 +1,163 @@
+//! Poison messages: a payment for an account that does not exist fails
+//! every time it is delivered.
+
+use rusqlite::Connection;
+
+use {{crate_name}}::database::{Database, Settings};
+use {{crate_name}}::event::{Event, PaymentCaptured};
+use {{crate_name}}::handlers::{self, Debit};
+use {{crate_name}}::inbox::{Outcome, dead_letters, failures};
+use {{crate_name}}::message::{Message, MessageId};
+
+use crate::support::broken::AttemptsCountedInside;
+use crate::support::harness::{Fixture, InboxUnderTest, RealInbox, deliver_all, inbox_rows};
+use crate::support::subjects::{ACCOUNT, DebitSubject, payments};
+
+const MISSING_ACCOUNT: i64 = 999;
+
+fn poison() -> Message {
+    Message {
+        id: MessageId::new("pay-poison").unwrap(),
+        event: Event::PaymentCaptured(PaymentCaptured {
+            account: MISSING_ACCOUNT,
+            amount: 10,
+        }),
+    }
+}
+
+/// Delivers a healthy payment and the poison one `rounds` times through
+/// `inbox` and returns the outcomes of the poison deliveries.
+fn deliver_rounds(inbox: &dyn InboxUnderTest, fixture: &Fixture, rounds: usize) -> Vec<Outcome> {
+    let mut worker = inbox.open(&fixture.path);
+    let messages = [payments(1).remove(0), poison()];
+    (0..rounds)
+        .map(|_| {
+            let deliveries: Vec<_> = messages
+                .iter()
+                .map(|message| {{crate_name}}::inbox::Delivery {
+                    handler: &Debit,
+                    message,
+                })
+                .collect();
+            let mut outcomes = worker.deliver_batch(&deliveries).expect("no storage error");
+            outcomes.pop().expect("the poison outcome")
+        })
+        .collect()
+}
+
+fn is_dead_lettered(outcomes: &[Outcome], max_attempts: usize) -> bool {
+    let failed_first = outcomes[..max_attempts - 1]
+        .iter()
+        .all(|o| matches!(o, Outcome::Failed(_)));
+    failed_first
+        && matches!(outcomes[max_attempts - 1], Outcome::DeadLettered(_))
+        && outcomes[max_attempts..]
+            .iter()
+            .all(|o| *o == Outcome::Duplicate)
+}
+
+#[test]
+fn a_poison_message_is_dead_lettered_after_max_attempts_and_blocks_nothing() {
+    let inbox = RealInbox::BATCHED;
+    let fixture = Fixture::new(&inbox, &[&DebitSubject]);
+    let outcomes = deliver_rounds(&inbox, &fixture, 7);
+    assert!(is_dead_lettered(&outcomes, 5), "{outcomes:?}");
+
+    let db = fixture.connection();
+    assert_eq!(
+        handlers::balances(&db).unwrap(),
+        vec![(ACCOUNT, 990)],
+        "the healthy payment applied once"
+    );
+    let letters = dead_letters(&db).unwrap();
+    assert_eq!(letters.len(), 1);
+    assert_eq!(letters[0].message_id, "pay-poison");
+    assert_eq!(letters[0].attempts, 5);
+    assert_eq!(letters[0].error, "account 999 does not exist");
+    assert_eq!(
+        Event::decode(&letters[0].event_type, &letters[0].payload).unwrap(),
+        poison().event
+    );
+    assert_eq!(
+        failures(&db, "debit", "pay-poison").unwrap(),
+        0,
+        "the count is cleared"
+    );
+    assert_eq!(
+        inbox_rows(&db, "debit"),
+        2,
+        "redeliveries of the dead letter are duplicates"
+    );
+}
+
+#[test]
+fn failed_attempts_are_counted_although_the_attempt_rolls_back() {
+    let inbox = RealInbox::ONE_PER_TRANSACTION;
+    let fixture = Fixture::new(&inbox, &[&DebitSubject]);
+    deliver_rounds(&inbox, &fixture, 2);
+    let db = fixture.connection();
+    assert_eq!(failures(&db, "debit", "pay-poison").unwrap(), 2);
+    assert_eq!(
+        inbox_rows(&db, "debit"),
+        1,
+        "only the healthy payment is recorded"
+    );
+}
+
+#[test]
+fn attempts_counted_inside_the_rolled_back_transaction_are_caught() {
+    let fixture = Fixture::new(&AttemptsCountedInside, &[&DebitSubject]);
+    let outcomes = deliver_rounds(&AttemptsCountedInside, &fixture, 7);
+    assert!(
+        !is_dead_lettered(&outcomes, 5),
+        "the broken count dead-lettered: {outcomes:?}"
+    );
+    assert_eq!(
+        failures(&fixture.connection(), "debit", "pay-poison").unwrap(),
+        0
+    );
+}
+
+fn dead_letter_one(fixture: &Fixture) -> Database {
+    deliver_rounds(&RealInbox::ONE_PER_TRANSACTION, fixture, 5);
+    Database::new(&fixture.path, Settings::default())
+}
+
+#[test]
+fn a_redriven_dead_letter_applies_once_when_its_cause_is_fixed() {
+    let fixture = Fixture::new(&RealInbox::ONE_PER_TRANSACTION, &[&DebitSubject]);
+    let database = dead_letter_one(&fixture);
+    handlers::open_account(&fixture.connection(), MISSING_ACCOUNT, 100).unwrap();
+
+    let mut inbox = database.inbox().unwrap();
+    assert_eq!(inbox.redrive(&Debit, &poison()).unwrap(), Outcome::Applied);
+    let db: Connection = fixture.connection();
+    assert_eq!(handlers::balance(&db, MISSING_ACCOUNT).unwrap(), Some(90));
+    assert!(dead_letters(&db).unwrap().is_empty());
+    // The broker redelivers it once more: a duplicate, not a second debit.
+    let again = deliver_all(&mut inbox, &Debit, &[poison()]);
+    assert_eq!(again.duplicate, 1);
+    assert_eq!(handlers::balance(&db, MISSING_ACCOUNT).unwrap(), Some(90));
+}
+
+#[test]
+fn a_redrive_that_fails_again_leaves_the_dead_letter_as_it_was() {
+    let fixture = Fixture::new(&RealInbox::ONE_PER_TRANSACTION, &[&DebitSubject]);
+    let database = dead_letter_one(&fixture);
+    let before = dead_letters(&fixture.connection()).unwrap();
+
+    let outcome = database
+        .inbox()
+        .unwrap()
+        .redrive(&Debit, &poison())
+        .unwrap();
+    assert!(matches!(outcome, Outcome::Failed(_)), "{outcome:?}");
+    let db = fixture.connection();
+    assert_eq!(dead_letters(&db).unwrap(), before);
+    assert_eq!(
+        inbox_rows(&db, "debit"),
+        2,
+        "still a duplicate for the broker"
+    );
+    assert_eq!(failures(&db, "debit", "pay-poison").unwrap(), 0);
+}

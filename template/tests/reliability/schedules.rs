@@ -1,0 +1,177 @@
+//! Generated delivery schedules (proptest): random mixes of duplicates,
+//! reorderings, failures on random attempts followed by redelivery, both
+//! consumers, batches and restarts. After every step the state must equal
+//! applying once each message that some delivery has successfully applied,
+//! and after a final redelivery of everything, each message exactly once.
+//! A failing schedule is shrunk to a minimal one and printed.
+//!
+//! Schedules run on one thread so that they replay and shrink
+//! deterministically. That is also why they do not catch check-then-act or
+//! the deferred `BEGIN`, which need real concurrency: the parallel scenario
+//! catches those.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use proptest::prelude::*;
+use proptest::test_runner::{Config, TestCaseError, TestError, TestRunner};
+
+use {{crate_name}}::handler::Handler;
+use {{crate_name}}::inbox::Delivery;
+use {{crate_name}}::message::Message;
+
+use crate::support::broken::{KeyedByMessageId, MintedId, NoInbox, RecordFirst};
+use crate::support::harness::{
+    AlwaysFail, Fixture, InboxUnderTest, RealInbox, Subject, inbox_rows, once_only_state,
+};
+use crate::support::subjects::{DebitSubject, NotifySubject, payments};
+
+const MESSAGES: usize = 6;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Consumer {
+    Debit,
+    Notify,
+}
+
+#[derive(Clone, Debug)]
+enum Step {
+    /// One transaction: (consumer, message number, whether this attempt fails).
+    Batch(Vec<(Consumer, usize, bool)>),
+    /// Close the connection and reopen the database.
+    Restart,
+}
+
+fn schedules() -> impl Strategy<Value = Vec<Step>> {
+    let delivery = (
+        prop_oneof![Just(Consumer::Debit), Just(Consumer::Notify)],
+        0..MESSAGES,
+        prop::bool::weighted(0.25),
+    );
+    let step = prop_oneof![
+        9 => prop::collection::vec(delivery, 1..6).prop_map(Step::Batch),
+        1 => Just(Step::Restart),
+    ];
+    prop::collection::vec(step, 1..25)
+}
+
+/// The real inbox with every batch in one transaction and no dead letters
+/// (a schedule may fail one message many times).
+const REAL: RealInbox = RealInbox {
+    batch_size: usize::MAX,
+    max_attempts: u32::MAX,
+};
+
+/// Plays `schedule` through `inbox` and checks the oracle after every step.
+fn check(inbox: &dyn InboxUnderTest, schedule: &[Step]) -> Result<(), TestCaseError> {
+    let (debit, notify) = (DebitSubject, NotifySubject::real());
+    let fixture = Fixture::new(inbox, &[&debit, &notify]);
+    let messages = payments(MESSAGES);
+    let handler = |consumer| -> Arc<dyn Handler> {
+        match consumer {
+            Consumer::Debit => debit.handler(),
+            Consumer::Notify => notify.handler(),
+        }
+    };
+    let mut applied: BTreeSet<(Consumer, usize)> = BTreeSet::new();
+    let mut worker = inbox.open(&fixture.path);
+    let drain = Step::Batch(
+        [Consumer::Debit, Consumer::Notify]
+            .into_iter()
+            .flat_map(|consumer| (0..MESSAGES).map(move |n| (consumer, n, false)))
+            .collect(),
+    );
+    for (number, step) in schedule.iter().chain([&drain]).enumerate() {
+        match step {
+            Step::Restart => worker = inbox.open(&fixture.path),
+            Step::Batch(deliveries) => {
+                let handlers: Vec<Arc<dyn Handler>> = deliveries
+                    .iter()
+                    .map(|&(consumer, _, fails)| match fails {
+                        true => Arc::new(AlwaysFail(handler(consumer))) as Arc<dyn Handler>,
+                        false => handler(consumer),
+                    })
+                    .collect();
+                let batch: Vec<_> = deliveries
+                    .iter()
+                    .zip(&handlers)
+                    .map(|(&(_, n, _), handler)| Delivery {
+                        handler: handler.as_ref(),
+                        message: &messages[n],
+                    })
+                    .collect();
+                if let Err(error) = worker.deliver_batch(&batch) {
+                    return Err(TestCaseError::fail(format!(
+                        "storage error at step {number}: {error}"
+                    )));
+                }
+                applied.extend(deliveries.iter().filter(|d| !d.2).map(|&(c, n, _)| (c, n)));
+            }
+        }
+        let db = fixture.connection();
+        for (consumer, subject_rows) in [
+            (Consumer::Debit, inbox_rows(&db, "debit")),
+            (Consumer::Notify, inbox_rows(&db, "notify")),
+        ] {
+            let done: Vec<Message> = applied
+                .iter()
+                .filter(|(c, _)| *c == consumer)
+                .map(|&(_, n)| messages[n].clone())
+                .collect();
+            let state_ok = match consumer {
+                Consumer::Debit => {
+                    debit.state(&db) == once_only_state(&debit, &done).map_err(fail)?
+                }
+                Consumer::Notify => {
+                    notify.state(&db) == once_only_state(&notify, &done).map_err(fail)?
+                }
+            };
+            prop_assert!(
+                state_ok,
+                "after step {number}, {consumer:?} state differs from once-only"
+            );
+            prop_assert_eq!(
+                subject_rows,
+                done.len(),
+                "after step {}, {:?} inbox rows",
+                number,
+                consumer
+            );
+        }
+    }
+    Ok(())
+}
+
+fn fail(violation: crate::support::harness::Violation) -> TestCaseError {
+    TestCaseError::fail(violation.to_string())
+}
+
+proptest! {
+    #![proptest_config(Config::with_cases(256))]
+
+    #[test]
+    fn generated_schedules_end_in_the_once_only_state(schedule in schedules()) {
+        check(&REAL, &schedule)?;
+    }
+}
+
+#[test]
+fn generated_schedules_catch_the_broken_implementations() {
+    let broken: [&dyn InboxUnderTest; 4] = [&NoInbox, &RecordFirst, &KeyedByMessageId, &MintedId];
+    for inbox in broken {
+        let mut runner = TestRunner::new(Config {
+            cases: 256,
+            failure_persistence: None,
+            ..Config::default()
+        });
+        match runner.run(&schedules(), |schedule| check(inbox, &schedule)) {
+            Err(TestError::Fail(reason, minimal)) => {
+                println!(
+                    "{} caught; minimal schedule {minimal:?}: {reason}",
+                    inbox.name()
+                )
+            }
+            other => panic!("{} was not caught: {other:?}", inbox.name()),
+        }
+    }
+}
