@@ -8,7 +8,9 @@ use common::{cargo, cargo_ok, generate, generate_with};
 #[test]
 fn builds_lints_formats_and_passes_its_tests() {
     let project = generate("orders-consumer", &[]);
-    let build = cargo_ok(&project.root, &["build", "--all-targets"]);
+    // --locked: the template ships its Cargo.lock, so a generated project
+    // builds the dependency versions the kit was tested with.
+    let build = cargo_ok(&project.root, &["build", "--all-targets", "--locked"]);
     let log = String::from_utf8_lossy(&build.stderr);
     assert!(!log.contains("warning"), "the build warned:\n{log}");
     cargo_ok(

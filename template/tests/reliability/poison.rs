@@ -161,3 +161,88 @@ fn a_redrive_that_fails_again_leaves_the_dead_letter_as_it_was() {
     );
     assert_eq!(failures(&db, "debit", "pay-poison").unwrap(), 0);
 }
+
+/// The same story through the command line: `run` dead-letters the poison
+/// line after `--max-attempts`, `dead-letters list` shows it, and
+/// `dead-letters redrive` applies it once its account exists.
+#[test]
+fn the_command_line_lists_and_redrives_dead_letters() {
+    use std::process::Command;
+    let dir = tempfile::tempdir().unwrap();
+    let (db, input) = (dir.path().join("poison.db"), dir.path().join("in.jsonl"));
+    let lines: Vec<String> = [(1, "pay-good"), (MISSING_ACCOUNT, "pay-poison")]
+        .iter()
+        .map(|(account, id)| {
+            serde_json::json!({
+                "id": id,
+                "type": "payment.captured",
+                "payload": { "account": account, "amount": 10 },
+            })
+            .to_string()
+        })
+        .collect();
+    std::fs::write(&input, lines.join("\n")).unwrap();
+    let run = |args: &[&str]| {
+        let output = Command::new(env!("CARGO_BIN_EXE_{{project-name}}"))
+            .arg("--db")
+            .arg(&db)
+            .args(args)
+            .output()
+            .unwrap();
+        (
+            output.status.code(),
+            String::from_utf8_lossy(&output.stdout).into_owned(),
+        )
+    };
+    let input = input.to_str().unwrap();
+    assert_eq!(run(&["open-account", "1", "100"]).0, Some(0));
+
+    let first = run(&["run", input, "--max-attempts", "2"]);
+    assert_eq!(
+        first,
+        (
+            Some(4),
+            "applied=3 duplicate=0 failed=1 rejected=0 dead_lettered=0\n".into()
+        )
+    );
+    let second = run(&["run", input, "--max-attempts", "2"]);
+    assert_eq!(
+        second,
+        (
+            Some(4),
+            "applied=0 duplicate=3 failed=0 rejected=0 dead_lettered=1\n".into()
+        )
+    );
+    let third = run(&["run", input, "--max-attempts", "2"]);
+    assert_eq!(
+        third.1,
+        "applied=0 duplicate=4 failed=0 rejected=0 dead_lettered=0\n"
+    );
+
+    let listed = run(&["dead-letters", "list"]);
+    assert!(
+        listed
+            .1
+            .contains(r#"debit pay-poison attempts=2 error="account 999 does not exist""#),
+        "{}",
+        listed.1
+    );
+    let still_broken = run(&["dead-letters", "redrive"]);
+    assert_eq!(still_broken.0, Some(4));
+    assert!(
+        still_broken.1.contains("debit pay-poison: failed again"),
+        "{}",
+        still_broken.1
+    );
+
+    assert_eq!(run(&["open-account", "999", "100"]).0, Some(0));
+    let fixed = run(&["dead-letters", "redrive"]);
+    assert_eq!(fixed.0, Some(0));
+    assert!(
+        fixed.1.contains("redriven applied=1 still_failing=0"),
+        "{}",
+        fixed.1
+    );
+    assert!(run(&["status"]).1.contains("account 999 balance=90"));
+    assert!(run(&["dead-letters", "list"]).1.contains("dead_letters=0"));
+}

@@ -136,3 +136,40 @@ fn a_window_inside_the_redelivery_horizon_is_refused() {
         "--force overrides"
     );
 }
+
+/// Through the command line: a window inside the horizon is refused with
+/// an explanation unless `--force`d; a longer one runs.
+#[test]
+fn the_purge_command_refuses_a_short_window_unless_forced() {
+    use std::process::Command;
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("purge.db");
+    let purge = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_{{project-name}}"))
+            .arg("--db")
+            .arg(&db)
+            .arg("purge")
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let refused = purge(&["--older-than", "1d"]);
+    assert_eq!(refused.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        stderr.contains("refusing to purge rows younger than the redelivery horizon (14days)"),
+        "{stderr}"
+    );
+
+    for args in [
+        &["--older-than", "1d", "--force"][..],
+        &["--older-than", "30d"][..],
+    ] {
+        let done = purge(args);
+        assert_eq!(done.status.code(), Some(0), "{args:?}");
+        assert_eq!(
+            String::from_utf8_lossy(&done.stdout),
+            "purged inbox_rows=0 attempt_rows=0\n"
+        );
+    }
+}
