@@ -7,14 +7,14 @@ use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use rusqlite::{Connection, TransactionBehavior};
+use rusqlite::{Connection, Transaction, TransactionBehavior};
 
 use {{crate_name}}::database::{Database, Settings};
 use {{crate_name}}::handler::{Handler, HandlerError};
 use {{crate_name}}::inbox::{Delivery, Inbox, Outcome, StorageError, is_duplicate_key};
 use {{crate_name}}::message::{Message, MessageId};
 
-use super::harness::{InboxUnderTest, RealInbox};
+use super::harness::InboxUnderTest;
 
 /// Every broken inbox, for tests that run them all.
 pub fn all_inboxes() -> Vec<Box<dyn InboxUnderTest>> {
@@ -35,10 +35,6 @@ fn connect(path: &Path) -> Connection {
     Database::new(path, Settings::default())
         .connect()
         .expect("open connection")
-}
-
-fn create_real_schema(path: &Path, handlers: &[Arc<dyn Handler>]) {
-    RealInbox::ONE_PER_TRANSACTION.create(path, handlers);
 }
 
 /// A broken inbox written as "one delivery at a time".
@@ -72,9 +68,20 @@ where
     })
 }
 
-/// Runs the handler; its error becomes a failed outcome.
-fn apply(handler: &dyn Handler, db: &Connection, message: &Message) -> Result<(), HandlerError> {
-    handler.apply(db, message)
+/// Runs the handler in `tx` and commits, or reports the failure (dropping
+/// `tx` rolls everything in it back).
+fn apply_and_commit(
+    tx: Transaction<'_>,
+    handler: &dyn Handler,
+    message: &Message,
+) -> rusqlite::Result<Outcome> {
+    match handler.apply(&tx, message) {
+        Ok(()) => {
+            tx.commit()?;
+            Ok(Outcome::Applied)
+        }
+        Err(error) => Ok(Outcome::Failed(error.to_string())),
+    }
 }
 
 fn insert_inbox_row(db: &Connection, consumer: &str, id: &str) -> rusqlite::Result<usize> {
@@ -96,13 +103,7 @@ fn insert_first(
         Err(error) if is_duplicate_key(&error) => return Ok(Outcome::Duplicate),
         other => other?,
     };
-    match apply(handler, &tx, message) {
-        Ok(()) => {
-            tx.commit()?;
-            Ok(Outcome::Applied)
-        }
-        Err(error) => Ok(Outcome::Failed(error.to_string())),
-    }
+    apply_and_commit(tx, handler, message)
 }
 
 /// No inbox at all: every delivery applies.
@@ -113,19 +114,10 @@ impl InboxUnderTest for NoInbox {
     fn name(&self) -> String {
         "no inbox".into()
     }
-    fn create(&self, path: &Path, handlers: &[Arc<dyn Handler>]) {
-        create_real_schema(path, handlers);
-    }
     fn open(&self, path: &Path) -> Box<dyn Inbox> {
         one_at_a_time(path, |db, handler, message| {
             let tx = db.transaction_with_behavior(TransactionBehavior::Immediate)?;
-            match apply(handler, &tx, message) {
-                Ok(()) => {
-                    tx.commit()?;
-                    Ok(Outcome::Applied)
-                }
-                Err(error) => Ok(Outcome::Failed(error.to_string())),
-            }
+            apply_and_commit(tx, handler, message)
         })
     }
 }
@@ -141,9 +133,6 @@ impl InboxUnderTest for CheckThenAct {
     fn name(&self) -> String {
         "check-then-act".into()
     }
-    fn create(&self, path: &Path, handlers: &[Arc<dyn Handler>]) {
-        create_real_schema(path, handlers);
-    }
     fn open(&self, path: &Path) -> Box<dyn Inbox> {
         one_at_a_time(path, |db, handler, message| {
             let seen: bool = db.query_row(
@@ -155,7 +144,7 @@ impl InboxUnderTest for CheckThenAct {
                 return Ok(Outcome::Duplicate);
             }
             let tx = db.transaction_with_behavior(TransactionBehavior::Immediate)?;
-            if let Err(error) = apply(handler, &tx, message) {
+            if let Err(error) = handler.apply(&tx, message) {
                 return Ok(Outcome::Failed(error.to_string()));
             }
             tx.execute(
@@ -178,9 +167,6 @@ impl InboxUnderTest for RecordFirst {
     fn name(&self) -> String {
         "record-first".into()
     }
-    fn create(&self, path: &Path, handlers: &[Arc<dyn Handler>]) {
-        create_real_schema(path, handlers);
-    }
     fn open(&self, path: &Path) -> Box<dyn Inbox> {
         one_at_a_time(path, |db, handler, message| {
             match insert_inbox_row(db, handler.consumer(), message.id.as_str()) {
@@ -188,13 +174,7 @@ impl InboxUnderTest for RecordFirst {
                 other => other?,
             };
             let tx = db.transaction_with_behavior(TransactionBehavior::Immediate)?;
-            match apply(handler, &tx, message) {
-                Ok(()) => {
-                    tx.commit()?;
-                    Ok(Outcome::Applied)
-                }
-                Err(error) => Ok(Outcome::Failed(error.to_string())),
-            }
+            apply_and_commit(tx, handler, message)
         })
     }
 }
@@ -238,9 +218,6 @@ impl InboxUnderTest for MintedId {
     fn name(&self) -> String {
         "id minted on receipt".into()
     }
-    fn create(&self, path: &Path, handlers: &[Arc<dyn Handler>]) {
-        create_real_schema(path, handlers);
-    }
     fn open(&self, path: &Path) -> Box<dyn Inbox> {
         one_at_a_time(path, |db, handler, message| {
             let minted = MINTED.fetch_add(1, Ordering::Relaxed);
@@ -267,9 +244,6 @@ impl InboxUnderTest for DeferredCheck {
     fn name(&self) -> String {
         "deferred BEGIN".into()
     }
-    fn create(&self, path: &Path, handlers: &[Arc<dyn Handler>]) {
-        create_real_schema(path, handlers);
-    }
     fn open(&self, path: &Path) -> Box<dyn Inbox> {
         one_at_a_time(path, |db, handler, message| {
             let tx = db.transaction_with_behavior(TransactionBehavior::Deferred)?;
@@ -282,7 +256,7 @@ impl InboxUnderTest for DeferredCheck {
                 return Ok(Outcome::Duplicate);
             }
             insert_inbox_row(&tx, handler.consumer(), message.id.as_str())?;
-            if let Err(error) = apply(handler, &tx, message) {
+            if let Err(error) = handler.apply(&tx, message) {
                 return Ok(Outcome::Failed(error.to_string()));
             }
             tx.commit()?;
@@ -301,9 +275,6 @@ impl InboxUnderTest for AttemptsCountedInside {
     fn name(&self) -> String {
         "attempts counted inside the rolled-back transaction".into()
     }
-    fn create(&self, path: &Path, handlers: &[Arc<dyn Handler>]) {
-        create_real_schema(path, handlers);
-    }
     fn open(&self, path: &Path) -> Box<dyn Inbox> {
         one_at_a_time(path, |db, handler, message| {
             let tx = db.transaction_with_behavior(TransactionBehavior::Immediate)?;
@@ -311,7 +282,7 @@ impl InboxUnderTest for AttemptsCountedInside {
                 Err(error) if is_duplicate_key(&error) => return Ok(Outcome::Duplicate),
                 other => other?,
             };
-            match apply(handler, &tx, message) {
+            match handler.apply(&tx, message) {
                 Ok(()) => {
                     tx.commit()?;
                     Ok(Outcome::Applied)

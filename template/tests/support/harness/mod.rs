@@ -49,8 +49,11 @@ pub trait Subject: Sync {
 /// An inbox implementation under test: the real one, or a broken one.
 pub trait InboxUnderTest: Sync {
     fn name(&self) -> String;
-    /// Creates the database with its schema (the inbox's and the handlers').
-    fn create(&self, path: &Path, handlers: &[Arc<dyn Handler>]);
+    /// Creates the database with its schema (the inbox's and the
+    /// handlers'); the real schema unless an implementation needs its own.
+    fn create(&self, path: &Path, handlers: &[Arc<dyn Handler>]) {
+        Database::open(path, Settings::default(), handlers).expect("create database");
+    }
     /// A new connection for one worker.
     fn open(&self, path: &Path) -> Box<dyn Inbox>;
 }

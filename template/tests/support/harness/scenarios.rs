@@ -41,24 +41,40 @@ fn observe<S: Subject>(fixture: &Fixture, subject: &S, outcomes: Summary) -> Obs
     }
 }
 
-/// **Run twice**: one worker delivers every message, then all of them again.
-pub fn play_run_twice<S: Subject>(
+/// Delivers every message, then all of them again; with `reopen`, through
+/// a new connection the second time.
+fn play_twice<S: Subject>(
     subject: &S,
     inbox: &dyn InboxUnderTest,
     count: usize,
+    scenario: &str,
+    reopen: bool,
 ) -> Play<S::State> {
     let fixture = Fixture::new(inbox, &[subject]);
     let handler = subject.handler();
     let messages = subject.messages(count);
     let mut worker = inbox.open(&fixture.path);
     let mut outcomes = deliver_all(worker.as_mut(), handler.as_ref(), &messages);
+    if reopen {
+        drop(worker);
+        worker = inbox.open(&fixture.path);
+    }
     outcomes += deliver_all(worker.as_mut(), handler.as_ref(), &messages);
     Play {
-        scenario: format!("run twice via {}", inbox.name()),
+        scenario: format!("{scenario} via {}", inbox.name()),
         deliveries: 2 * count as u64,
         observed: observe(&fixture, subject, outcomes),
         messages,
     }
+}
+
+/// **Run twice**: one worker delivers every message, then all of them again.
+pub fn play_run_twice<S: Subject>(
+    subject: &S,
+    inbox: &dyn InboxUnderTest,
+    count: usize,
+) -> Play<S::State> {
+    play_twice(subject, inbox, count, "run twice", false)
 }
 
 pub fn run_twice<S: Subject>(
@@ -248,37 +264,15 @@ pub fn redeliver_after_failure<S: Subject>(
     })
 }
 
-/// **Restart**: deliver everything, close every connection, reopen the
+/// **Restart**: deliver everything, close the connection, reopen the
 /// database with a new inbox value, and deliver everything again: all of the
 /// second round must be duplicates.
-pub fn play_restart<S: Subject>(
-    subject: &S,
-    inbox: &dyn InboxUnderTest,
-    count: usize,
-) -> Play<S::State> {
-    let fixture = Fixture::new(inbox, &[subject]);
-    let handler = subject.handler();
-    let messages = subject.messages(count);
-    let mut outcomes = {
-        let mut before = inbox.open(&fixture.path);
-        deliver_all(before.as_mut(), handler.as_ref(), &messages)
-    };
-    let mut after = inbox.open(&fixture.path);
-    outcomes += deliver_all(after.as_mut(), handler.as_ref(), &messages);
-    Play {
-        scenario: format!("restart via {}", inbox.name()),
-        deliveries: 2 * count as u64,
-        observed: observe(&fixture, subject, outcomes),
-        messages,
-    }
-}
-
 pub fn restart<S: Subject>(
     subject: &S,
     inbox: &dyn InboxUnderTest,
     count: usize,
 ) -> Result<Observed<S::State>, Violation> {
-    play_restart(subject, inbox, count).judge(subject)
+    play_twice(subject, inbox, count, "restart", true).judge(subject)
 }
 
 /// What [`both_consumers`] saw, per consumer.
