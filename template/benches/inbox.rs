@@ -192,7 +192,7 @@ fn run_pipeline<I: Inbox + 'static>(
             vec![Arc::new(Debit)],
             open,
             options,
-            Rejects::to_stderr(),
+            Rejects::to_stderr(ProgressBar::hidden()),
             ProgressBar::hidden(),
         ))
         .expect("pipeline");

@@ -68,11 +68,12 @@ pub async fn run(args: RunArgs, path: &Path, settings: Settings) -> anyhow::Resu
     };
     let database = super::open(path, settings)?;
     let (input, length) = open_input(args.input.as_ref())?;
+    let progress = progress_bar(length);
     let rejects = match &args.rejects {
         Some(path) => Rejects::to_json_lines(
             File::create(path).with_context(|| format!("could not create {}", path.display()))?,
         ),
-        None => Rejects::to_stderr(),
+        None => Rejects::to_stderr(progress.clone()),
     };
     let options = Options {
         workers: usize::from(args.workers),
@@ -85,7 +86,7 @@ pub async fn run(args: RunArgs, path: &Path, settings: Settings) -> anyhow::Resu
         move || database.inbox().map_err(Into::into),
         options,
         rejects,
-        progress_bar(length),
+        progress,
     )
     .await?;
     println!("{summary}");

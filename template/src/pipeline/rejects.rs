@@ -6,6 +6,7 @@
 
 use std::io::{self, Write};
 
+use indicatif::ProgressBar;
 use serde::Serialize;
 
 /// A destination for rejected lines.
@@ -15,7 +16,9 @@ pub struct Rejects {
 }
 
 enum Format {
-    Human,
+    /// Lines for a person, printed around the progress bar so that the two
+    /// do not garble each other.
+    Human(ProgressBar),
     JsonLines,
 }
 
@@ -28,11 +31,11 @@ struct Record<'a> {
 }
 
 impl Rejects {
-    /// `line N: reason` on standard error.
-    pub fn to_stderr() -> Self {
+    /// `line N: reason` on standard error, above `progress` if it shows.
+    pub fn to_stderr(progress: ProgressBar) -> Self {
         Self {
             out: Box::new(io::stderr()),
-            format: Format::Human,
+            format: Format::Human(progress),
         }
     }
 
@@ -47,8 +50,10 @@ impl Rejects {
     /// Records one rejected line. `text` is the line (lossily decoded if it
     /// was not UTF-8), or `None` when it was too long to keep.
     pub fn reject(&mut self, line: u64, reason: &str, text: Option<&str>) -> io::Result<()> {
-        match self.format {
-            Format::Human => writeln!(self.out, "line {line}: rejected: {reason}"),
+        match &self.format {
+            Format::Human(progress) => {
+                progress.suspend(|| writeln!(self.out, "line {line}: rejected: {reason}"))
+            }
             Format::JsonLines => {
                 serde_json::to_writer(&mut self.out, &Record { line, reason, text })?;
                 self.out.write_all(b"\n")
