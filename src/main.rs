@@ -2,8 +2,9 @@
 //!
 //! It wraps cargo-generate's library so that a machine with only Rust
 //! installed can generate a project: no `cargo install`, no system
-//! libraries. `inbox-kit new NAME` is the same as
-//! `cargo generate --path <this repository> --name NAME --silent --vcs none`.
+//! libraries. `inbox-kit new NAME` is the same as `cargo generate --path
+//! <this repository> --name NAME --silent --vcs none --no-workspace`, plus a
+//! rustfmt pass over the generated Rust files (`--no-format` skips it).
 
 use std::path::PathBuf;
 use std::process::ExitCode;

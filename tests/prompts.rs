@@ -137,8 +137,18 @@ fn headless_prompts_compose_without_leftovers() {
     );
 }
 
+/// Sentences of prompt text, whitespace normalised so that a copy wrapped
+/// differently is still the same sentence.
+fn sentences(body: &str) -> Vec<String> {
+    let text = body.split_whitespace().collect::<Vec<_>>().join(" ");
+    text.split(". ")
+        .map(|sentence| sentence.trim().trim_end_matches('.').to_owned())
+        .filter(|sentence| sentence.len() >= 60)
+        .collect()
+}
+
 #[test]
-fn no_line_of_prompt_text_is_kept_twice() {
+fn no_prompt_text_is_kept_twice() {
     let mut sources = vec![kit_root().join("template/CLAUDE.md")];
     sources.extend(commands());
     sources.extend(markdown_in(&kit_root().join("prompts")));
@@ -150,14 +160,10 @@ fn no_line_of_prompt_text_is_kept_twice() {
             .strip_prefix("---\n")
             .and_then(|rest| rest.split_once("\n---\n"))
             .map_or(text.as_str(), |(_, body)| body);
-        for line in body.lines() {
-            let line = line.trim();
-            if line.len() < 50 {
-                continue;
-            }
-            if let Some(first) = seen.insert(line.to_owned(), source.clone()) {
+        for sentence in sentences(body) {
+            if let Some(first) = seen.insert(sentence.clone(), source.clone()) {
                 panic!(
-                    "this line is in {} and {}:\n{line}",
+                    "this text is in {} and {}:\n{sentence}",
                     first.display(),
                     source.display()
                 );

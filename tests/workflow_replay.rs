@@ -93,4 +93,19 @@ fn new_handler_tests_fail_against_a_stub_then_pass_with_the_implementation() {
         fs::read_to_string(root.join("tests/conformance/loyalty.rs")).unwrap(),
         tests_before
     );
+
+    // Step 7: the stress loop repeats the new consumer's parallel test too.
+    let stress = std::process::Command::new(root.join("scripts/stress.sh"))
+        .arg("2")
+        .current_dir(root)
+        .env("CARGO_TARGET_DIR", common::shared_target_dir())
+        .env("STRESS_RUNNER", "loop")
+        .output()
+        .expect("run the stress loop");
+    let log = String::from_utf8_lossy(&stress.stderr);
+    assert!(stress.status.success(), "stress loop failed:\n{log}");
+    assert!(
+        log.contains("loyalty::parallel_awards_each_payment_once"),
+        "the stress loop skips the new consumer's parallel test:\n{log}"
+    );
 }

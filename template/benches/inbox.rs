@@ -8,7 +8,8 @@
 //! * SQLite's raw limit: inbox rows inserted by one prepared statement in a
 //!   loop inside one transaction;
 //! * one iteration of the 4 workers x 50 messages parallel scenario (median
-//!   and p99), and the seed article's Python consumer doing the same;
+//!   and p99), and a reference Python consumer (`seed_baseline.py`, after
+//!   the article inbox-kit started from) doing the same;
 //! * peak memory of the `run` binary on the input and on one five times
 //!   larger: it streams, so the two should be about equal.
 //!
@@ -195,7 +196,8 @@ fn run_pipeline<I: Inbox + 'static>(
             Rejects::to_stderr(ProgressBar::hidden()),
             ProgressBar::hidden(),
         ))
-        .expect("pipeline");
+        .expect("pipeline")
+        .summary;
     (summary, started.elapsed())
 }
 
@@ -331,14 +333,14 @@ fn scenario_table(iterations: usize, python: Option<&(f64, f64, f64)>) {
     match python {
         Some((median, p99, rate)) => {
             println!(
-                "| Python seed consumer (benches/seed_baseline.py) | {median:.2} ms | {p99:.2} ms | 1.0x |"
+                "| Python reference consumer (benches/seed_baseline.py) | {median:.2} ms | {p99:.2} ms | 1.0x |"
             );
             println!(
                 "\nPython, one connection, one transaction per delivery, no parsing, in the throughput folder: {} deliveries/s.\n",
                 thousands(*rate)
             );
         }
-        None => println!("| Python seed consumer | not measured: python3 unavailable | | |\n"),
+        None => println!("| Python reference consumer | not measured: python3 unavailable | | |\n"),
     }
 }
 

@@ -1,4 +1,4 @@
-//! The seed table, live: what each way of writing a consumer does to an
+//! The classic failure table of the inbox pattern, live: what each way of writing a consumer does to an
 //! account holding 1,000 when fifty payments of 10 are delivered more than
 //! once. Every row runs right now on a temporary database.
 //!

@@ -4,12 +4,16 @@
 #
 #   scripts/stress.sh [ITERATIONS]        (default 200)
 #
+# Which tests: every test in tests/conformance/ whose module or function
+# name starts with `parallel` (`parallel::...`, `loyalty::parallel_...`), so
+# name a new consumer's parallel test `parallel_...` and it is repeated too.
+#
 # Knobs (environment):
 #   STRESS_WORKERS=8 STRESS_MESSAGES=200   harder schedules (defaults 4, 50)
-#   STRESS_FILTER='test(/^parallel::/)'    which tests to repeat (nextest filterset)
-#   STRESS_RUNNER=loop                     force the plain loop even if nextest is installed
-#   PARALLEL_ROUNDS=1                      rounds per test (default here 1: repeating is this script's job;
-#                                          a plain `cargo test` plays 3)
+#   STRESS_TESTS='(^|::)parallel'          which tests: a regular expression on test names
+#   STRESS_RUNNER=loop                     use the plain loop even if cargo-nextest is installed
+#   PARALLEL_ROUNDS=1                      rounds per test run (1 here, since repeating is this
+#                                          script's job; a plain `cargo test` plays 5)
 #
 # Uses `cargo nextest run --stress-count` when cargo-nextest is installed and
 # a plain loop over the test binary otherwise. Stops at the first failing
@@ -22,10 +26,21 @@ if ! [[ "$iterations" =~ ^[1-9][0-9]*$ ]]; then
     echo "usage: scripts/stress.sh [ITERATIONS]   (a positive whole number, default 200)" >&2
     exit 2
 fi
-filter="${STRESS_FILTER:-test(/^parallel::/)}"
+pattern="${STRESS_TESTS:-(^|::)parallel}"
 export STRESS_WORKERS="${STRESS_WORKERS:-4}" STRESS_MESSAGES="${STRESS_MESSAGES:-50}"
 export PARALLEL_ROUNDS="${PARALLEL_ROUNDS:-1}"
-echo "stress: $iterations iterations of the parallel tests, ${STRESS_WORKERS} workers x ${STRESS_MESSAGES} messages" >&2
+
+binary=$(cargo test --release --no-run --test conformance 2>&1 | sed -n 's/.*Executable.*(\(.*\))$/\1/p' | tail -n 1)
+if [[ -z "$binary" || ! -x "$binary" ]]; then
+    echo "stress: could not build the conformance tests (cargo test --release --no-run --test conformance)" >&2
+    exit 1
+fi
+mapfile -t tests < <("$binary" --list --format terse | sed -n 's/: test$//p' | grep -E "$pattern" || true)
+if [[ ${#tests[@]} -eq 0 ]]; then
+    echo "stress: no test in tests/conformance matches '$pattern'" >&2
+    exit 1
+fi
+echo "stress: $iterations iterations of ${#tests[@]} tests (${STRESS_WORKERS} workers x ${STRESS_MESSAGES} messages): ${tests[*]}" >&2
 
 finish() {
     local started="$1" done="$2" status="$3"
@@ -36,9 +51,8 @@ finish() {
 }
 
 if [[ "${STRESS_RUNNER:-}" != loop ]] && cargo nextest --version >/dev/null 2>&1; then
-    cargo nextest run --release --no-run --test conformance
     started=$(date +%s.%N)
-    if cargo nextest run --release --test conformance -E "$filter" \
+    if cargo nextest run --release --test conformance -E "test(/$pattern/)" \
         --stress-count "$iterations" --fail-fast \
         --status-level fail --final-status-level fail --failure-output immediate; then
         finish "$started" "$iterations" passed
@@ -49,17 +63,12 @@ if [[ "${STRESS_RUNNER:-}" != loop ]] && cargo nextest --version >/dev/null 2>&1
     exit 0
 fi
 
-# Plain loop: build once, then run the test binary directly.
-binary=$(cargo test --release --no-run --test conformance 2>&1 | sed -n 's/.*Executable.*(\(.*\))$/\1/p' | tail -n 1)
-if [[ -z "$binary" || ! -x "$binary" ]]; then
-    echo "stress: could not find the conformance test binary" >&2
-    exit 1
-fi
+# Plain loop: run the test binary directly, the chosen tests only.
 output=$(mktemp)
 trap 'rm -f "$output"' EXIT
 started=$(date +%s.%N)
 for ((i = 1; i <= iterations; i++)); do
-    if ! "$binary" parallel:: >"$output" 2>&1; then
+    if ! "$binary" --exact "${tests[@]}" >"$output" 2>&1; then
         echo "stress: iteration $i failed:" >&2
         cat "$output" >&2
         finish "$started" "$((i - 1))" "FAILED at iteration $i"
@@ -69,5 +78,5 @@ for ((i = 1; i <= iterations; i++)); do
         printf '\rstress: %d/%d' "$i" "$iterations" >&2
     fi
 done
-[[ -t 2 ]] && printf '\r' >&2
+if [[ -t 2 ]]; then printf '\r' >&2; fi
 finish "$started" "$iterations" passed

@@ -15,18 +15,15 @@ use crate::inbox::SqliteInbox;
 
 const INBOX_SCHEMA: &str = include_str!("inbox/schema.sql");
 
-/// How hard SQLite pushes each commit to disk.
+/// How hard SQLite pushes each commit to disk. The trade-off is explained
+/// in the README ("Durability").
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
 pub enum Durability {
-    /// `synchronous=NORMAL` (the default): commits do not wait for the disk,
-    /// which makes them many times faster. A crash of this process loses
-    /// nothing, but a power loss or kernel crash can undo the last commits;
-    /// if those deliveries were already acknowledged, the broker will not
-    /// send them again.
+    /// `synchronous=NORMAL`: fast; survives a crash of this process, but a
+    /// power loss can undo the last commits.
     #[default]
     Normal,
-    /// `synchronous=FULL`: every commit is on disk before it returns, so an
-    /// acknowledged delivery survives a power loss too.
+    /// `synchronous=FULL`: every commit is on disk before it counts.
     Full,
 }
 

@@ -49,11 +49,24 @@ fn redrive(
     consumer: Option<String>,
     ids: &[String],
 ) -> anyhow::Result<ExitCode> {
+    if let Some(name) = &consumer {
+        handlers::select(std::slice::from_ref(name))
+            .unwrap_or_else(|error| super::usage_error(error));
+    }
     let letters = dead_letters(&database.connect()?)?;
-    let chosen = letters.iter().filter(|letter| {
-        consumer.as_ref().is_none_or(|c| *c == letter.consumer)
-            && (ids.is_empty() || ids.contains(&letter.message_id))
-    });
+    let chosen: Vec<_> = letters
+        .iter()
+        .filter(|letter| {
+            consumer.as_ref().is_none_or(|c| *c == letter.consumer)
+                && (ids.is_empty() || ids.contains(&letter.message_id))
+        })
+        .collect();
+    if let Some(missing) = ids
+        .iter()
+        .find(|id| !chosen.iter().any(|l| l.message_id == **id))
+    {
+        anyhow::bail!("no dead letter with message id {missing:?} (see `dead-letters list`)");
+    }
     let mut inbox = database.inbox()?;
     let (mut applied, mut still_failing) = (0, 0);
     for letter in chosen {

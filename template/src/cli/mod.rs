@@ -46,6 +46,7 @@ struct DatabaseArgs {
 enum Command {
     Run(run::RunArgs),
     OpenAccount(accounts::OpenAccountArgs),
+    /// Show balances, inbox rows per consumer, notifications and dead letters.
     Status,
     #[command(subcommand)]
     DeadLetters(dead_letters::DeadLettersCommand),
@@ -62,17 +63,37 @@ impl Cli {
         match self.command {
             Command::Run(args) => run::run(args, &path, settings).await,
             Command::OpenAccount(args) => accounts::open_account(args, &open(&path, settings)?),
-            Command::Status => accounts::status(&open(&path, settings)?),
+            Command::Status => accounts::status(&open_existing(&path, settings)?),
             Command::DeadLetters(command) => {
-                dead_letters::execute(command, &open(&path, settings)?)
+                dead_letters::execute(command, &open_existing(&path, settings)?)
             }
-            Command::Purge(args) => purge::purge(args, &open(&path, settings)?),
+            Command::Purge(args) => purge::purge(args, &open_existing(&path, settings)?),
         }
     }
 }
 
-/// Opens the database with every handler's tables.
+/// Opens the database with every handler's tables, creating it if needed.
 fn open(path: &Path, settings: Settings) -> anyhow::Result<Database> {
     Database::open(path, settings, &handlers::all())
         .with_context(|| format!("could not open the database {}", path.display()))
+}
+
+/// Like [`open`], for commands that only make sense on an existing
+/// database: a mistyped `--db` should not quietly create an empty one.
+fn open_existing(path: &Path, settings: Settings) -> anyhow::Result<Database> {
+    if !path.exists() {
+        anyhow::bail!(
+            "no database at {} (give its path with --db or CONSUMER_DB; `run` and `open-account` create one)",
+            path.display()
+        );
+    }
+    open(path, settings)
+}
+
+/// Reports a mistake on the command line the way clap does (exit code 2).
+fn usage_error(message: impl std::fmt::Display) -> ! {
+    use clap::CommandFactory;
+    Cli::command()
+        .error(clap::error::ErrorKind::ValueValidation, message)
+        .exit()
 }

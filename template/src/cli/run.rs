@@ -21,7 +21,7 @@ use {{crate_name}}::{defaults, handlers};
 /// gets the message once, however often it appears. Prints one summary line
 /// at the end. Exit code: 0 all applied or duplicate, 3 some lines rejected,
 /// 4 some deliveries failed or were dead-lettered (run the input again to
-/// retry failures), 5 both.
+/// retry failures), 5 both, 130 interrupted by Ctrl-C.
 #[derive(Args)]
 pub struct RunArgs {
     /// Input file; `-` or nothing reads standard input.
@@ -55,12 +55,13 @@ pub struct RunArgs {
 
 pub async fn run(args: RunArgs, path: &Path, settings: Settings) -> anyhow::Result<ExitCode> {
     if args.exclusive && args.workers != 1 {
-        anyhow::bail!(
+        super::usage_error(format!(
             "--exclusive keeps the database to one connection: use it with --workers 1 (got {})",
             args.workers
-        );
+        ));
     }
-    let consumers = handlers::select(&args.consumers)?;
+    let consumers =
+        handlers::select(&args.consumers).unwrap_or_else(|error| super::usage_error(error));
     let settings = Settings {
         exclusive: args.exclusive,
         max_attempts: args.max_attempts,
@@ -80,7 +81,15 @@ pub async fn run(args: RunArgs, path: &Path, settings: Settings) -> anyhow::Resu
         batch_size: usize::from(args.batch_size),
         batch_wait: Duration::from_millis(u64::from(args.batch_wait_ms)),
     };
-    let summary = pipeline::run(
+    if args
+        .input
+        .as_ref()
+        .is_none_or(|path| path.as_os_str() == "-")
+        && io::stdin().is_terminal()
+    {
+        eprintln!("reading deliveries from standard input, one JSON object per line (Ctrl-D ends)");
+    }
+    let report = pipeline::run(
         input,
         consumers,
         move || database.inbox().map_err(Into::into),
@@ -89,8 +98,12 @@ pub async fn run(args: RunArgs, path: &Path, settings: Settings) -> anyhow::Resu
         progress,
     )
     .await?;
-    println!("{summary}");
-    Ok(exit_code(&summary))
+    println!("{}", report.summary);
+    Ok(if report.interrupted {
+        ExitCode::from(130)
+    } else {
+        exit_code(&report.summary)
+    })
 }
 
 fn open_input(path: Option<&PathBuf>) -> anyhow::Result<(Box<dyn Read + Send>, Option<u64>)> {

@@ -1,6 +1,6 @@
 //! `debit`: subtracts each captured payment from its account's balance.
 //!
-//! This is the seed's bank-account example. Applying a payment twice is the
+//! This is the classic bank-account example of the inbox pattern. Applying a payment twice is the
 //! classic double debit, so this handler is what the run-twice and parallel
 //! tests watch. The ledger allows overdrafts on purpose: a double debit then
 //! shows up as a wrong balance instead of an error.

@@ -1,4 +1,5 @@
--- The inbox: one row per (consumer, message) that was applied.
+-- The inbox: one row per (consumer, message) that was applied, or
+-- dead-lettered (so that its redeliveries are duplicates too).
 -- The primary key IS the duplicate check: inserting an existing pair fails
 -- with SQLITE_CONSTRAINT_PRIMARYKEY inside the delivery's transaction.
 -- received_at is milliseconds since the Unix epoch (UTC).

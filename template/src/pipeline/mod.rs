@@ -44,10 +44,10 @@ use crate::message::Message;
 /// The longest input line accepted, in bytes.
 pub const MAX_LINE_BYTES: usize = 1024 * 1024;
 
-/// Messages per transaction unless told otherwise. Measured with
-/// `cargo bench --bench inbox`: 64 gave about 240,000 deliveries/s, 256 about
-/// 310,000/s (one worker); larger batches add little and hold the write lock
-/// longer.
+/// Messages per transaction unless told otherwise. Best of three runs of the
+/// `run` binary on the benchmark's 200,000 lines, one worker: 64 gave about
+/// 240,000 deliveries/s, 256 about 310,000/s; larger batches added little
+/// and hold the write lock longer. (BENCHMARKS.md has the full table.)
 pub const DEFAULT_BATCH_SIZE: u16 = 256;
 
 /// Longest wait for a batch to fill, in milliseconds, unless told otherwise:
@@ -89,6 +89,14 @@ struct Job {
 /// producer on stdin adds no delay.
 const CHUNK: usize = 64;
 
+/// How a run ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Report {
+    pub summary: Summary,
+    /// Ctrl-C stopped the run before the end of its input.
+    pub interrupted: bool,
+}
+
 /// Processes every line of `input` and returns the counts.
 ///
 /// `open_inbox` is called once per worker, on the worker's thread.
@@ -99,7 +107,7 @@ pub async fn run<I, F>(
     options: Options,
     rejects: Rejects,
     progress: ProgressBar,
-) -> anyhow::Result<Summary>
+) -> anyhow::Result<Report>
 where
     I: Inbox + 'static,
     F: Fn() -> Result<I, StorageError> + Send + Sync + 'static,
@@ -129,7 +137,7 @@ where
     drop(chunks_out);
 
     let reader = tokio::task::spawn_blocking({
-        let progress = progress.clone();
+        let (progress, stop) = (progress.clone(), stop.clone());
         move || read(input, &chunks_in, rejects, &stop, &progress)
     });
 
@@ -139,13 +147,25 @@ where
     }
     interrupt.abort();
     progress.finish_and_clear();
-    Ok(summary)
+    Ok(Report {
+        summary,
+        interrupted: stop.load(Ordering::Relaxed),
+    })
 }
 
+/// First Ctrl-C: stop reading, finish what was read, report. Second Ctrl-C
+/// (the reader may be blocked on a quiet stdin): exit at once. Either way
+/// nothing is lost: committed deliveries are in the inbox, and the rest
+/// were never acknowledged, so they come again.
 async fn stop_on_ctrl_c(stop: Arc<AtomicBool>) {
+    if tokio::signal::ctrl_c().await.is_err() {
+        return;
+    }
+    eprintln!("interrupted: finishing the deliveries already read (Ctrl-C again to quit now)");
+    stop.store(true, Ordering::Relaxed);
     if tokio::signal::ctrl_c().await.is_ok() {
-        tracing::warn!("interrupted: finishing the deliveries already read, then stopping");
-        stop.store(true, Ordering::Relaxed);
+        eprintln!("interrupted twice: quitting; uncommitted deliveries will be redelivered");
+        std::process::exit(130);
     }
 }
 

@@ -153,6 +153,21 @@ fn the_purge_command_refuses_a_short_window_unless_forced() {
             .output()
             .unwrap()
     };
+    let missing = purge(&["--older-than", "30d"]);
+    assert_eq!(
+        missing.status.code(),
+        Some(1),
+        "a mistyped --db must not create a database"
+    );
+    assert!(String::from_utf8_lossy(&missing.stderr).contains("no database at"));
+    let created = Command::new(env!("CARGO_BIN_EXE_{{project-name}}"))
+        .arg("--db")
+        .arg(&db)
+        .args(["open-account", "1", "0"])
+        .output()
+        .unwrap();
+    assert!(created.status.success());
+
     let refused = purge(&["--older-than", "1d"]);
     assert_eq!(refused.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&refused.stderr);

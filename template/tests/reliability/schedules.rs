@@ -147,7 +147,8 @@ fn fail(violation: crate::support::harness::Violation) -> TestCaseError {
 }
 
 proptest! {
-    #![proptest_config(Config::with_cases(256))]
+    // Config::default() reads PROPTEST_CASES (default 256).
+    #![proptest_config(Config::default())]
 
     #[test]
     fn generated_schedules_end_in_the_once_only_state(schedule in schedules()) {
