@@ -100,6 +100,7 @@ fn new_handler_tests_fail_against_a_stub_then_pass_with_the_implementation() {
         .current_dir(root)
         .env("CARGO_TARGET_DIR", common::shared_target_dir())
         .env("STRESS_RUNNER", "loop")
+        .env("STRESS_PROFILE", "debug")
         .output()
         .expect("run the stress loop");
     let log = String::from_utf8_lossy(&stress.stderr);

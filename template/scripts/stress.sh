@@ -12,6 +12,7 @@
 #   STRESS_WORKERS=8 STRESS_MESSAGES=200   harder schedules (defaults 4, 50)
 #   STRESS_TESTS='(^|::)parallel'          which tests: a regular expression on test names
 #   STRESS_RUNNER=loop                     use the plain loop even if cargo-nextest is installed
+#   STRESS_PROFILE=debug                   test the debug build (default: release, faster per run)
 #   PARALLEL_ROUNDS=1                      rounds per test run (1 here, since repeating is this
 #                                          script's job; a plain `cargo test` plays 5)
 #
@@ -29,10 +30,15 @@ fi
 pattern="${STRESS_TESTS:-(^|::)parallel}"
 export STRESS_WORKERS="${STRESS_WORKERS:-4}" STRESS_MESSAGES="${STRESS_MESSAGES:-50}"
 export PARALLEL_ROUNDS="${PARALLEL_ROUNDS:-1}"
+case "${STRESS_PROFILE:-release}" in
+    release) profile=(--release) ;;
+    debug) profile=() ;;
+    *) echo "stress: STRESS_PROFILE must be release or debug" >&2; exit 2 ;;
+esac
 
-binary=$(cargo test --release --no-run --test conformance 2>&1 | sed -n 's/.*Executable.*(\(.*\))$/\1/p' | tail -n 1)
+binary=$(cargo test "${profile[@]}" --no-run --test conformance 2>&1 | sed -n 's/.*Executable.*(\(.*\))$/\1/p' | tail -n 1)
 if [[ -z "$binary" || ! -x "$binary" ]]; then
-    echo "stress: could not build the conformance tests (cargo test --release --no-run --test conformance)" >&2
+    echo "stress: could not build the conformance tests (cargo test ${profile[*]} --no-run --test conformance)" >&2
     exit 1
 fi
 mapfile -t tests < <("$binary" --list --format terse | sed -n 's/: test$//p' | grep -E "$pattern" || true)
@@ -52,7 +58,7 @@ finish() {
 
 if [[ "${STRESS_RUNNER:-}" != loop ]] && cargo nextest --version >/dev/null 2>&1; then
     started=$(date +%s.%N)
-    if cargo nextest run --release --test conformance -E "test(/$pattern/)" \
+    if cargo nextest run "${profile[@]}" --test conformance -E "test(/$pattern/)" \
         --stress-count "$iterations" --fail-fast \
         --status-level fail --final-status-level fail --failure-output immediate; then
         finish "$started" "$iterations" passed
