@@ -10,12 +10,13 @@
 use std::collections::BTreeMap;
 use std::io::{BufWriter, Write};
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use rusqlite::Connection;
 
-const CONSUMER: &str = env!("CARGO_BIN_EXE_{{project-name}}");
+use crate::consumer;
+
 const LINES: u64 = 40_000;
 const ACCOUNTS: u64 = 7;
 
@@ -57,12 +58,6 @@ fn write_input(path: &Path, random: &mut XorShift) -> (BTreeMap<i64, i64>, i64) 
         writeln!(out, "{line}").unwrap();
     }
     (expected, distinct as i64)
-}
-
-fn consumer(db: &Path) -> Command {
-    let mut command = Command::new(CONSUMER);
-    command.arg("--db").arg(db);
-    command
 }
 
 #[test]

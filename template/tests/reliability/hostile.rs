@@ -4,20 +4,10 @@
 //! exit code reports the rejects; nothing panics.
 
 use std::io::Write;
-use std::path::Path;
-use std::process::{Command, Output};
 
-const CONSUMER: &str = env!("CARGO_BIN_EXE_{{project-name}}");
+use crate::run_consumer;
+
 const CORPUS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/hostile.jsonl");
-
-fn consumer(db: &Path, args: &[&str]) -> Output {
-    Command::new(CONSUMER)
-        .arg("--db")
-        .arg(db)
-        .args(args)
-        .output()
-        .expect("run the consumer")
-}
 
 /// (line, start of the reason) for every line the corpus must reject.
 const EXPECTED_REJECTS: [(u32, &str); 18] = [
@@ -74,12 +64,12 @@ fn hostile_lines_are_rejected_one_by_one_and_valid_ones_all_apply() {
     }
     drop(file);
     assert!(
-        consumer(&db, &["open-account", "1", "1000"])
+        run_consumer(&db, &["open-account", "1", "1000"])
             .status
             .success()
     );
 
-    let output = consumer(&db, &["run", input.to_str().unwrap()]);
+    let output = run_consumer(&db, &["run", input.to_str().unwrap()]);
     let stdout = String::from_utf8_lossy(&output.stdout);
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(3), "{stdout}\n{stderr}");
@@ -101,7 +91,7 @@ fn hostile_lines_are_rejected_one_by_one_and_valid_ones_all_apply() {
             "got {reject:?}, expected {expected:?}"
         );
     }
-    let status = consumer(&db, &["status"]);
+    let status = run_consumer(&db, &["status"]);
     let status = String::from_utf8_lossy(&status.stdout);
     assert!(
         status.contains("account 1 balance=959"),
@@ -115,7 +105,7 @@ fn an_empty_input_is_a_clean_run() {
     let db = dir.path().join("empty.db");
     let input = dir.path().join("empty.jsonl");
     std::fs::write(&input, "").unwrap();
-    let output = consumer(&db, &["run", input.to_str().unwrap()]);
+    let output = run_consumer(&db, &["run", input.to_str().unwrap()]);
     assert_eq!(output.status.code(), Some(0));
     assert_eq!(
         String::from_utf8_lossy(&output.stdout).trim(),
@@ -129,11 +119,11 @@ fn rejects_can_go_to_a_file_with_their_original_text() {
     let db = dir.path().join("rejects.db");
     let rejects = dir.path().join("rejects.jsonl");
     assert!(
-        consumer(&db, &["open-account", "1", "1000"])
+        run_consumer(&db, &["open-account", "1", "1000"])
             .status
             .success()
     );
-    let output = consumer(
+    let output = run_consumer(
         &db,
         &["run", CORPUS, "--rejects", rejects.to_str().unwrap()],
     );

@@ -20,6 +20,21 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+use std::path::Path;
+use std::process::{Command, Output};
+
+/// The consumer binary, pointed at the database `db`.
+fn consumer(db: &Path) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_{{project-name}}"));
+    command.arg("--db").arg(db);
+    command
+}
+
+/// Runs the consumer on `db` with `args` and waits for it.
+fn run_consumer(db: &Path, args: &[&str]) -> Output {
+    consumer(db).args(args).output().expect("run the consumer")
+}
+
 mod crash;
 mod faults;
 mod fuzz;

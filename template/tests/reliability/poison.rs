@@ -167,7 +167,6 @@ fn a_redrive_that_fails_again_leaves_the_dead_letter_as_it_was() {
 /// `dead-letters redrive` applies it once its account exists.
 #[test]
 fn the_command_line_lists_and_redrives_dead_letters() {
-    use std::process::Command;
     let dir = tempfile::tempdir().unwrap();
     let (db, input) = (dir.path().join("poison.db"), dir.path().join("in.jsonl"));
     let lines: Vec<String> = [(1, "pay-good"), (MISSING_ACCOUNT, "pay-poison")]
@@ -183,12 +182,7 @@ fn the_command_line_lists_and_redrives_dead_letters() {
         .collect();
     std::fs::write(&input, lines.join("\n")).unwrap();
     let run = |args: &[&str]| {
-        let output = Command::new(env!("CARGO_BIN_EXE_{{project-name}}"))
-            .arg("--db")
-            .arg(&db)
-            .args(args)
-            .output()
-            .unwrap();
+        let output = crate::run_consumer(&db, args);
         (
             output.status.code(),
             String::from_utf8_lossy(&output.stdout).into_owned(),

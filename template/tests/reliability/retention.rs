@@ -141,13 +141,10 @@ fn a_window_inside_the_redelivery_horizon_is_refused() {
 /// an explanation unless `--force`d; a longer one runs.
 #[test]
 fn the_purge_command_refuses_a_short_window_unless_forced() {
-    use std::process::Command;
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("purge.db");
     let purge = |args: &[&str]| {
-        Command::new(env!("CARGO_BIN_EXE_{{project-name}}"))
-            .arg("--db")
-            .arg(&db)
+        crate::consumer(&db)
             .arg("purge")
             .args(args)
             .output()
@@ -160,12 +157,7 @@ fn the_purge_command_refuses_a_short_window_unless_forced() {
         "a mistyped --db must not create a database"
     );
     assert!(String::from_utf8_lossy(&missing.stderr).contains("no database at"));
-    let created = Command::new(env!("CARGO_BIN_EXE_{{project-name}}"))
-        .arg("--db")
-        .arg(&db)
-        .args(["open-account", "1", "0"])
-        .output()
-        .unwrap();
+    let created = crate::run_consumer(&db, &["open-account", "1", "0"]);
     assert!(created.status.success());
 
     let refused = purge(&["--older-than", "1d"]);

@@ -2,9 +2,7 @@
 //! parameters, and logs carry neither the database path nor payloads.
 
 use std::path::Path;
-use std::process::Command;
 
-const CONSUMER: &str = env!("CARGO_BIN_EXE_{{project-name}}");
 const SQL_WORDS: [&str; 6] = [
     "SELECT ", "INSERT ", "UPDATE ", "DELETE ", "CREATE ", "DROP ",
 ];
@@ -73,10 +71,8 @@ fn logs_carry_neither_the_database_path_nor_payloads() {
     ];
     std::fs::write(&input, lines.join("\n")).unwrap();
     let consumer = |args: &[&str]| {
-        Command::new(CONSUMER)
+        crate::consumer(&db)
             .env("RUST_LOG", "trace")
-            .arg("--db")
-            .arg(&db)
             .args(args)
             .output()
             .unwrap()
