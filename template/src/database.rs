@@ -105,10 +105,6 @@ impl Database {
         tx.commit()
     }
 
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
-
     /// A new connection for one worker.
     pub fn inbox(&self) -> rusqlite::Result<SqliteInbox> {
         Ok(SqliteInbox::new(
