@@ -4,9 +4,9 @@
 # The sources contain Liquid placeholders, so rustfmt cannot read them
 # directly: this renders the template with its defaults (project name
 # `orders-consumer`), formats the result, and copies each file back with the
-# crate name turned into its placeholder again. Files whose placeholders
-# cannot be restored that way (src/defaults.rs) are left alone; keep them
-# formatted by hand.
+# crate name turned into its placeholder again. Files with Liquid tags
+# (`{% if %}` choosing a variant, like src/lib.rs) cannot be restored that
+# way and are left alone; keep them formatted by hand.
 set -euo pipefail
 kit="$(cd "$(dirname "$0")/.." && pwd)"
 work="$(mktemp -d)"
@@ -20,7 +20,8 @@ changed=0
 while IFS= read -r file; do
     relative="${file#"$project"/}"
     source="$kit/template/$relative"
-    [[ "$relative" == src/defaults.rs || ! -f "$source" ]] && continue
+    [[ ! -f "$source" ]] && continue
+    grep -q '{%' "$source" && continue
     formatted="$(sed -e 's/orders_consumer/{{crate_name}}/g' -e 's/orders-consumer/{{project-name}}/g' "$file")"
     if [[ "$formatted" != "$(cat "$source")" ]]; then
         printf '%s\n' "$formatted" >"$source"

@@ -11,10 +11,10 @@ mod support;
 
 use support::broken::{CheckThenAct, NoInbox, RecordFirst};
 use support::harness::{
-    InboxUnderTest, Observed, RealInbox, Subject, once_only_state, play_failure_then_redelivery,
-    play_parallel, play_run_twice,
+    InboxUnderTest, Observed, RealInbox, Subject, play_parallel, play_redeliver_after_failure,
+    play_run_twice,
 };
-use support::subjects::{ACCOUNT, DebitSubject};
+use support::subjects::{ACCOUNT, DebitSubject, LedgerState};
 
 const PAYMENTS: usize = 50;
 
@@ -26,24 +26,24 @@ fn main() {
         "{:<38} {:<44} {:>8} {:>8} {:>10}",
         "implementation", "scenario", "expected", "actual", "inbox rows"
     );
-    let fifty =
-        once_only_state(&DebitSubject, &DebitSubject.messages(PAYMENTS)).expect("debit applies");
-    let one = once_only_state(&DebitSubject, &DebitSubject.messages(1)).expect("debit applies");
+    let debit = DebitSubject::real();
+    let fifty = debit.expected(&debit.messages(PAYMENTS));
+    let one = debit.expected(&debit.messages(1));
 
     row(
         "no inbox",
         "2 workers each deliver the same 50",
         &fifty,
-        play_parallel(&DebitSubject, &NoInbox, 2, PAYMENTS).observed,
+        play_parallel(&debit, &NoInbox, 2, PAYMENTS).observed,
     );
     row(
         "check-then-act",
         "1 worker delivers the 50 twice",
         &fifty,
-        play_run_twice(&DebitSubject, &CheckThenAct, PAYMENTS).observed,
+        play_run_twice(&debit, &CheckThenAct, PAYMENTS).observed,
     );
     for run in 1..=4 {
-        let observed = play_parallel(&DebitSubject, &CheckThenAct, 4, PAYMENTS).observed;
+        let observed = play_parallel(&debit, &CheckThenAct, 4, PAYMENTS).observed;
         row(
             "check-then-act",
             &format!("4 workers deliver the same 50 (run {run})"),
@@ -55,7 +55,7 @@ fn main() {
         "inbox: insert first, one transaction",
         "4 workers deliver the same 50",
         &fifty,
-        play_parallel(&DebitSubject, &RealInbox::ONE_PER_TRANSACTION, 4, PAYMENTS).observed,
+        play_parallel(&debit, &RealInbox::ONE_PER_TRANSACTION, 4, PAYMENTS).observed,
     );
     redelivery_row("record-first", &one, &RecordFirst);
     redelivery_row(
@@ -71,24 +71,24 @@ fn main() {
     );
 }
 
-fn redelivery_row(name: &str, expected: &[(i64, i64)], inbox: &dyn InboxUnderTest) {
-    let run = play_failure_then_redelivery(&DebitSubject, inbox, 1, |_| true);
+fn redelivery_row(name: &str, expected: &LedgerState, inbox: &dyn InboxUnderTest) {
+    let play = play_redeliver_after_failure(&DebitSubject::real(), inbox, 1, |_| true);
     row(
         name,
         "first attempt fails, then redelivered",
         expected,
-        run.redelivered.observed,
+        play.observed,
     );
 }
 
 fn row(
     implementation: &str,
     scenario: &str,
-    expected: &[(i64, i64)],
-    observed: Observed<Vec<(i64, i64)>>,
+    expected: &LedgerState,
+    observed: Observed<LedgerState>,
 ) {
-    let balance = |state: &[(i64, i64)]| state.first().map_or(0, |(_, balance)| *balance);
-    let mark = if observed.state == expected {
+    let balance = |state: &LedgerState| state.balances.first().map_or(0, |(_, balance)| *balance);
+    let mark = if observed.state.balances == expected.balances {
         ""
     } else {
         "  <-- wrong"

@@ -1,10 +1,14 @@
 //! Defaults chosen when this project was generated (inbox-kit options
-//! `default_workers` and `durability`). Command-line flags override them.
+//! `default_workers`{% if database == "sqlite" %} and `durability`{% endif %}). Command-line flags override them.
+{%- if database == "sqlite" %}
 
-use crate::database::Durability;
+use crate::sqlite::Durability;
+{%- endif %}
 
 /// Worker threads `run` uses unless `--workers` says otherwise.
 pub const WORKERS: u16 = {{default_workers}};
+{%- if database == "sqlite" %}
 
 /// How hard commits are pushed to disk unless `--durability` says otherwise.
 pub const DURABILITY: Durability = Durability::{{durability | capitalize}};
+{%- endif %}

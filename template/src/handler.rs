@@ -6,10 +6,14 @@
 //! right after recording the message id, so a handler never deals with
 //! duplicates, transactions or retries itself: it just does its update and
 //! returns an error if it cannot.
-
-use rusqlite::Connection;
+//!
+//! A handler never sees the database itself, only [`Tables`]: the
+//! operations on its own tables, which each database module implements
+//! with its own SQL. That keeps every handler the same whatever the
+//! database, and keeps SQL out of business code.
 
 use crate::event::Event;
+use crate::handlers::Tables;
 use crate::message::Message;
 
 /// Any error a handler wants to report. Returning one rolls the whole
@@ -27,16 +31,13 @@ pub trait Handler: Send + Sync {
     /// Whether this consumer wants the event at all.
     fn subscribes_to(&self, event: &Event) -> bool;
 
-    /// `CREATE TABLE IF NOT EXISTS` statements for the tables this handler
-    /// owns; run when the database is opened.
-    fn schema(&self) -> &'static str;
-
     /// Applies the message's business effect.
     ///
-    /// `db` is already inside the delivery's transaction: do not begin,
-    /// commit or roll back. Do not call anything that cannot be rolled back
-    /// (mail, HTTP): write an outbox row instead, like the `notify` handler.
-    fn apply(&self, db: &Connection, message: &Message) -> Result<(), HandlerError>;
+    /// `tables` works inside the delivery's transaction: everything done
+    /// through it commits or rolls back with the inbox row. Do not call
+    /// anything that cannot be rolled back (mail, HTTP): write an outbox row
+    /// instead, like the `notify` handler.
+    fn apply(&self, tables: &mut dyn Tables, message: &Message) -> Result<(), HandlerError>;
 }
 
 /// Consumer names: 1 to 64 characters from `a-z`, `0-9`, `_`, `-`, `.`,

@@ -4,13 +4,13 @@
 //! follows. Then:
 //!
 //! * [`message`] and [`event`]: what arrives, and why ids are never minted here;
-//! * [`envelope`]: the JSON-lines wire format and every way a line is rejected;
+//! * [`envelope`]: the JSON wire format and every way a message is rejected;
 //! * [`handler`] and [`handlers`]: the business code, one consumer per handler;
-//! * [`database`]: the SQLite file, its settings and lock waiting;
+//! * [`store`]: what the consumer needs from a database, and
+//!   [`database`]: this project's database, the only module that knows which one;
 //! * [`pipeline`]: reading deliveries and fanning them out to workers;
 //! * [`retention`]: purging old inbox rows without letting late duplicates through.
 
-pub mod database;
 pub mod defaults;
 pub mod envelope;
 pub mod event;
@@ -20,3 +20,15 @@ pub mod inbox;
 pub mod message;
 pub mod pipeline;
 pub mod retention;
+pub mod store;
+{% if database == "postgres" %}
+pub mod postgres;
+
+/// This project's database: PostgreSQL.
+pub use postgres as database;
+{%- else %}
+pub mod sqlite;
+
+/// This project's database: SQLite.
+pub use sqlite as database;
+{%- endif %}

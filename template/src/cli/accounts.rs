@@ -5,8 +5,8 @@ use std::process::ExitCode;
 use clap::Args;
 
 use {{crate_name}}::database::Database;
-use {{crate_name}}::handlers;
-use {{crate_name}}::inbox::dead_letters;
+use {{crate_name}}::inbox::{DeadLetters, Policy};
+use {{crate_name}}::store::Store;
 
 /// Create an account for the `debit` consumer (or reset its balance).
 #[derive(Args)]
@@ -18,27 +18,23 @@ pub struct OpenAccountArgs {
 }
 
 pub fn open_account(args: OpenAccountArgs, database: &Database) -> anyhow::Result<ExitCode> {
-    handlers::open_account(&database.connect()?, args.account, args.balance)?;
+    database.with_tables(|tables| tables.open_account(args.account, args.balance))?;
     println!("account {} balance={}", args.account, args.balance);
     Ok(ExitCode::SUCCESS)
 }
 
 /// Show balances, inbox rows per consumer, notifications and dead letters.
 pub fn status(database: &Database) -> anyhow::Result<ExitCode> {
-    let db = database.connect()?;
-    for (account, balance) in handlers::balances(&db)? {
+    let (balances, notifications) =
+        database.with_tables(|tables| Ok((tables.balances()?, tables.notifications()?)))?;
+    for (account, balance) in balances {
         println!("account {account} balance={balance}");
     }
-    let mut per_consumer =
-        db.prepare("SELECT consumer, count(*) FROM inbox GROUP BY consumer ORDER BY consumer")?;
-    let rows = per_consumer.query_map([], |row| {
-        Ok((row.get::<_, String>(0)?, row.get::<_, i64>(1)?))
-    })?;
-    for row in rows {
-        let (consumer, count) = row?;
+    for (consumer, count) in database.inbox_rows()? {
         println!("inbox {consumer} messages={count}");
     }
-    println!("notifications={}", handlers::notifications(&db)?.len());
-    println!("dead_letters={}", dead_letters(&db)?.len());
+    println!("notifications={}", notifications.len());
+    let dead_letters = database.inbox(Policy::default())?.dead_letters()?;
+    println!("dead_letters={}", dead_letters.len());
     Ok(ExitCode::SUCCESS)
 }

@@ -8,8 +8,9 @@ use clap::Subcommand;
 use {{crate_name}}::database::Database;
 use {{crate_name}}::event::Event;
 use {{crate_name}}::handlers;
-use {{crate_name}}::inbox::{Outcome, dead_letters};
+use {{crate_name}}::inbox::{DeadLetters, Outcome, Policy};
 use {{crate_name}}::message::{Message, MessageId};
+use {{crate_name}}::store::Store;
 
 /// Messages parked after failing `--max-attempts` times.
 #[derive(Subcommand)]
@@ -30,7 +31,7 @@ pub enum DeadLettersCommand {
 pub fn execute(command: DeadLettersCommand, database: &Database) -> anyhow::Result<ExitCode> {
     match command {
         DeadLettersCommand::List => {
-            let letters = dead_letters(&database.connect()?)?;
+            let letters = database.inbox(Policy::default())?.dead_letters()?;
             for letter in &letters {
                 println!(
                     "{} {} attempts={} error={:?}",
@@ -53,7 +54,8 @@ fn redrive(
         handlers::select(std::slice::from_ref(name))
             .unwrap_or_else(|error| super::usage_error(error));
     }
-    let letters = dead_letters(&database.connect()?)?;
+    let mut inbox = database.inbox(Policy::default())?;
+    let letters = inbox.dead_letters()?;
     let chosen: Vec<_> = letters
         .iter()
         .filter(|letter| {
@@ -67,7 +69,6 @@ fn redrive(
     {
         anyhow::bail!("no dead letter with message id {missing:?} (see `dead-letters list`)");
     }
-    let mut inbox = database.inbox()?;
     let (mut applied, mut still_failing) = (0, 0);
     for letter in chosen {
         let handler = handlers::select(std::slice::from_ref(&letter.consumer))?.remove(0);

@@ -10,6 +10,7 @@ use indicatif::ProgressBar;
 
 use {{crate_name}}::database::Database;
 use {{crate_name}}::retention;
+use {{crate_name}}::store::Store;
 
 /// Delete inbox rows (and attempt counts) older than a window, in small
 /// transactions, while deliveries may go on.
@@ -37,7 +38,7 @@ pub fn purge(args: PurgeArgs, database: &Database) -> anyhow::Result<ExitCode> {
     } else {
         ProgressBar::hidden()
     };
-    let purged = retention::purge(database, args.older_than, args.batch_rows, |rows| {
+    let purged = database.purge(args.older_than, args.batch_rows, &mut |rows| {
         spinner.set_message(format!("{rows} rows deleted"));
         spinner.tick();
     })?;

@@ -2,7 +2,7 @@
 
 use std::fs::File;
 use std::io::{self, IsTerminal, Read};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -10,8 +10,10 @@ use anyhow::Context;
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 
-use {{crate_name}}::database::Settings;
+use {{crate_name}}::database::DatabaseOptions;
+use {{crate_name}}::inbox::Policy;
 use {{crate_name}}::pipeline::{self, Options, Rejects, Summary};
+use {{crate_name}}::store::Store;
 use {{crate_name}}::{defaults, handlers};
 
 /// Process JSON-lines deliveries from a file or standard input.
@@ -37,37 +39,30 @@ pub struct RunArgs {
     batch_wait_ms: u16,
     /// Failed attempts after which a message is dead-lettered (counted across
     /// runs; see `dead-letters`).
-    #[arg(long, default_value_t = Settings::default().max_attempts, value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, default_value_t = Policy::default().max_attempts, value_parser = clap::value_parser!(u32).range(1..))]
     max_attempts: u32,
     /// Only run these consumers (repeatable); default: all.
     #[arg(long = "consumer", value_name = "NAME")]
     consumers: Vec<String>,
-    /// Keep the database locked for the whole run instead of locking it per
-    /// transaction: about 1.4x faster with --batch-size 1, but nothing else
-    /// (status, another consumer) can open the database until the run ends.
-    /// Needs --workers 1.
+    /// Print `progress: committed a batch deliveries=N` on stderr after every
+    /// committed batch (for scripts and tests that follow a run).
     #[arg(long)]
-    exclusive: bool,
+    progress_lines: bool,
     /// Write rejected lines as JSON lines to this file instead of stderr.
     #[arg(long, value_name = "FILE")]
     rejects: Option<PathBuf>,
 }
 
-pub async fn run(args: RunArgs, path: &Path, settings: Settings) -> anyhow::Result<ExitCode> {
-    if args.exclusive && args.workers != 1 {
-        super::usage_error(format!(
-            "--exclusive keeps the database to one connection: use it with --workers 1 (got {})",
-            args.workers
-        ));
+pub async fn run(args: RunArgs, database: &DatabaseOptions) -> anyhow::Result<ExitCode> {
+    if let Some(refusal) = database.refuse_workers(args.workers) {
+        super::usage_error(refusal);
     }
     let consumers =
         handlers::select(&args.consumers).unwrap_or_else(|error| super::usage_error(error));
-    let settings = Settings {
-        exclusive: args.exclusive,
+    let policy = Policy {
         max_attempts: args.max_attempts,
-        ..settings
     };
-    let database = super::open(path, settings)?;
+    let database = database.open()?;
     let (input, length) = open_input(args.input.as_ref())?;
     let progress = progress_bar(length);
     let rejects = match &args.rejects {
@@ -80,6 +75,7 @@ pub async fn run(args: RunArgs, path: &Path, settings: Settings) -> anyhow::Resu
         workers: usize::from(args.workers),
         batch_size: usize::from(args.batch_size),
         batch_wait: Duration::from_millis(u64::from(args.batch_wait_ms)),
+        progress_lines: args.progress_lines,
     };
     if args
         .input
@@ -92,7 +88,7 @@ pub async fn run(args: RunArgs, path: &Path, settings: Settings) -> anyhow::Resu
     let report = pipeline::run(
         input,
         consumers,
-        move || database.inbox().map_err(Into::into),
+        move || database.inbox(policy),
         options,
         rejects,
         progress,

@@ -1,21 +1,22 @@
 //! `debit`: subtracts each captured payment from its account's balance.
 //!
-//! This is the classic bank-account example of the inbox pattern. Applying a payment twice is the
-//! classic double debit, so this handler is what the run-twice and parallel
-//! tests watch. The ledger allows overdrafts on purpose: a double debit then
-//! shows up as a wrong balance instead of an error.
-
-use rusqlite::{Connection, OptionalExtension, params};
+//! Applying a payment twice is the classic double debit, so this handler is
+//! what the run-twice and parallel tests watch. The ledger allows overdrafts
+//! on purpose: a double debit then shows up as a wrong balance instead of an
+//! error.
+//!
+//! Every debit is also recorded under its payment id, which the ledger keeps
+//! unique: a second line of defence behind the inbox. If a repeat ever gets
+//! past the inbox (its row purged too early, a bug), the ledger refuses it
+//! and the delivery fails loudly instead of taking the money twice. The key
+//! is the payment alone: one payment debits once, and two payments from one
+//! account are two debits.
 
 use crate::event::Event;
 use crate::handler::{Handler, HandlerError};
+use crate::handlers::Tables;
+use crate::inbox::StorageError;
 use crate::message::Message;
-
-const SCHEMA: &str = "
-CREATE TABLE IF NOT EXISTS accounts (
-    id      INTEGER PRIMARY KEY,
-    balance INTEGER NOT NULL CHECK (typeof(balance) = 'integer')
-);";
 
 /// The `debit` consumer.
 pub struct Debit;
@@ -24,6 +25,31 @@ pub struct Debit;
 #[derive(Debug, thiserror::Error)]
 #[error("account {0} does not exist")]
 pub struct UnknownAccount(pub i64);
+
+/// One applied debit, as the ledger keeps it.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Debited {
+    pub payment_id: String,
+    pub account: i64,
+    pub amount: i64,
+}
+
+/// The ledger's tables: account balances and the debits applied to them.
+pub trait Ledger {
+    /// Records `debit` (unique by payment id) and lowers its account's
+    /// balance. `Ok(false)` when the account does not exist (nothing
+    /// written); a payment id recorded before is a constraint error.
+    fn debit(&mut self, debit: &Debited) -> Result<bool, StorageError>;
+
+    /// Creates an account, or resets the balance of an existing one.
+    fn open_account(&mut self, account: i64, balance: i64) -> Result<(), StorageError>;
+
+    /// Every account and its balance, by account id.
+    fn balances(&mut self) -> Result<Vec<(i64, i64)>, StorageError>;
+
+    /// Every debit, by payment id.
+    fn debits(&mut self) -> Result<Vec<Debited>, StorageError>;
+}
 
 impl Handler for Debit {
     fn consumer(&self) -> &'static str {
@@ -34,48 +60,19 @@ impl Handler for Debit {
         matches!(event, Event::PaymentCaptured(_))
     }
 
-    fn schema(&self) -> &'static str {
-        SCHEMA
-    }
-
-    fn apply(&self, db: &Connection, message: &Message) -> Result<(), HandlerError> {
+    fn apply(&self, tables: &mut dyn Tables, message: &Message) -> Result<(), HandlerError> {
         match &message.event {
             Event::PaymentCaptured(payment) => {
-                let changed = db
-                    .prepare_cached("UPDATE accounts SET balance = balance - ?1 WHERE id = ?2")?
-                    .execute(params![payment.amount, payment.account])?;
-                if changed == 0 {
+                let debit = Debited {
+                    payment_id: message.id.as_str().to_owned(),
+                    account: payment.account,
+                    amount: payment.amount,
+                };
+                if !tables.debit(&debit)? {
                     return Err(UnknownAccount(payment.account).into());
                 }
                 Ok(())
             }
         }
     }
-}
-
-/// Creates an account, or resets the balance of an existing one.
-pub fn open_account(db: &Connection, account: i64, balance: i64) -> rusqlite::Result<()> {
-    db.execute(
-        "INSERT INTO accounts (id, balance) VALUES (?1, ?2)
-         ON CONFLICT (id) DO UPDATE SET balance = excluded.balance",
-        params![account, balance],
-    )?;
-    Ok(())
-}
-
-/// The balance of one account, if it exists.
-pub fn balance(db: &Connection, account: i64) -> rusqlite::Result<Option<i64>> {
-    db.query_row(
-        "SELECT balance FROM accounts WHERE id = ?1",
-        [account],
-        |row| row.get(0),
-    )
-    .optional()
-}
-
-/// Every account and its balance, by account id.
-pub fn balances(db: &Connection) -> rusqlite::Result<Vec<(i64, i64)>> {
-    let mut statement = db.prepare("SELECT id, balance FROM accounts ORDER BY id")?;
-    let rows = statement.query_map([], |row| Ok((row.get(0)?, row.get(1)?)))?;
-    rows.collect()
 }

@@ -5,16 +5,26 @@
 //! same message ids: `debit` keeps balances, `notify` writes one
 //! notification per channel. Their inbox rows do not collide because the
 //! inbox key includes the consumer name.
+//!
+//! Each handler declares the operations it needs on its own tables as a
+//! trait ([`Ledger`], [`Outbox`]); [`Tables`] gathers them, and the
+//! database module implements each one with its SQL.
 
 mod debit;
 mod notify;
 
 use std::sync::Arc;
 
-pub use debit::{Debit, balance, balances, open_account};
-pub use notify::{CHANNELS, Notification, Notify, notifications};
+pub use debit::{Debit, Debited, Ledger, UnknownAccount};
+pub use notify::{CHANNELS, Notification, Notify, Outbox};
 
 use crate::handler::Handler;
+
+/// Everything handlers may do inside a delivery's transaction: one trait
+/// per handler's tables. A new handler adds its trait here.
+pub trait Tables: Ledger + Outbox {}
+
+impl<T: Ledger + Outbox + ?Sized> Tables for T {}
 
 /// Every consumer this service knows, in a fixed order.
 pub fn all() -> Vec<Arc<dyn Handler>> {

@@ -1,30 +1,23 @@
 //! `notify`: fans each captured payment out into one notification per
 //! channel.
 //!
-//! The `notifications` table is an outbox: a separate sender delivers its
+//! The notifications table is an outbox: a separate sender delivers its
 //! rows by mail and push and can retry without this consumer ever calling
-//! out of its transaction. The table carries its own `UNIQUE (event_id,
-//! channel)` as a second line of defense behind the inbox. The key must
-//! include the channel: one event legitimately produces an email *and* a
-//! push, and `UNIQUE (event_id)` alone would reject the second.
-
-use rusqlite::{Connection, params};
+//! out of its transaction. The table keeps its own key, event x channel, as
+//! a second line of defence behind the inbox. The key must include the
+//! channel: one event legitimately produces an email *and* a push, and a key
+//! on the event alone would reject the second. It must not include more
+//! (the account, the text): a repeat of the event is the same notification
+//! even if its payload changed.
 
 use crate::event::Event;
 use crate::handler::{Handler, HandlerError};
+use crate::handlers::Tables;
+use crate::inbox::StorageError;
 use crate::message::Message;
 
 /// Every channel a payment is announced on.
 pub const CHANNELS: [&str; 2] = ["email", "push"];
-
-const SCHEMA: &str = "
-CREATE TABLE IF NOT EXISTS notifications (
-    event_id TEXT    NOT NULL,
-    channel  TEXT    NOT NULL,
-    account  INTEGER NOT NULL,
-    body     TEXT    NOT NULL,
-    UNIQUE (event_id, channel)
-);";
 
 /// The `notify` consumer.
 pub struct Notify;
@@ -38,6 +31,15 @@ pub struct Notification {
     pub body: String,
 }
 
+/// The notifications outbox.
+pub trait Outbox {
+    /// Adds a notification to send (unique by event and channel).
+    fn queue_notification(&mut self, notification: &Notification) -> Result<(), StorageError>;
+
+    /// Every notification, by event and channel.
+    fn notifications(&mut self) -> Result<Vec<Notification>, StorageError>;
+}
+
 impl Handler for Notify {
     fn consumer(&self) -> &'static str {
         "notify"
@@ -47,40 +49,19 @@ impl Handler for Notify {
         matches!(event, Event::PaymentCaptured(_))
     }
 
-    fn schema(&self) -> &'static str {
-        SCHEMA
-    }
-
-    fn apply(&self, db: &Connection, message: &Message) -> Result<(), HandlerError> {
+    fn apply(&self, tables: &mut dyn Tables, message: &Message) -> Result<(), HandlerError> {
         match &message.event {
             Event::PaymentCaptured(payment) => {
-                let body = format!("Payment of {} captured", payment.amount);
-                let mut insert = db.prepare_cached(
-                    "INSERT INTO notifications (event_id, channel, account, body)
-                     VALUES (?1, ?2, ?3, ?4)",
-                )?;
                 for channel in CHANNELS {
-                    insert.execute(params![message.id.as_str(), channel, payment.account, body])?;
+                    tables.queue_notification(&Notification {
+                        event_id: message.id.as_str().to_owned(),
+                        channel: channel.to_owned(),
+                        account: payment.account,
+                        body: format!("Payment of {} captured", payment.amount),
+                    })?;
                 }
                 Ok(())
             }
         }
     }
-}
-
-/// Every notification, in a stable order.
-pub fn notifications(db: &Connection) -> rusqlite::Result<Vec<Notification>> {
-    let mut statement = db.prepare(
-        "SELECT event_id, channel, account, body FROM notifications
-         ORDER BY event_id, channel",
-    )?;
-    let rows = statement.query_map([], |row| {
-        Ok(Notification {
-            event_id: row.get(0)?,
-            channel: row.get(1)?,
-            account: row.get(2)?,
-            body: row.get(3)?,
-        })
-    })?;
-    rows.collect()
 }

@@ -6,8 +6,9 @@
 //! delivery the inbox, in ONE transaction:
 //!
 //! 1. inserts `(consumer, message_id)` into a table whose primary key is
-//!    exactly that pair; a primary-key violation means "already processed",
-//!    so the delivery is a [`Outcome::Duplicate`] and nothing else happens;
+//!    exactly that pair; finding the pair already there means "already
+//!    processed", so the delivery is a [`Outcome::Duplicate`] and nothing
+//!    else happens;
 //! 2. runs the handler's business update on the same transaction;
 //! 3. commits. If the handler fails, the inbox row is rolled back with the
 //!    update, so the broker's redelivery applies the message once.
@@ -17,19 +18,20 @@
 //! "new", and recording the id in its own transaction before the update
 //! loses the message forever when the update fails.
 //!
-//! A message that keeps failing is counted and, after a maximum number of
-//! attempts, parked as a dead letter (see `poison.rs`), so it never blocks
-//! the messages behind it and is never silently lost.
+//! A message that keeps failing is counted and, after
+//! [`Policy::max_attempts`], parked as a dead letter (see [`DeadLetters`]),
+//! so it never blocks the messages behind it and is never silently lost.
 //!
-//! [`Inbox`] is the seam between the consumer pipeline and storage:
-//! [`SqliteInbox`] implements it today; the test harness plugs known-broken
-//! implementations into the same seam to show that the tests catch them.
+//! This module is the seam between the consumer and its database: it says
+//! what an inbox does, and the database module of this project (see
+//! `lib.rs`) says how. The test harness plugs known-broken implementations
+//! into the same seam to show that the tests catch them.
 
-mod poison;
-mod sqlite;
+mod apply;
+mod error;
 
-pub use poison::{DeadLetter, dead_letters, failures};
-pub use sqlite::{SqliteInbox, is_duplicate_key};
+pub use apply::run_handler;
+pub use error::{StorageError, StorageFault};
 
 use crate::handler::Handler;
 use crate::message::Message;
@@ -46,7 +48,7 @@ pub enum Outcome {
     /// included, so a redelivery will try again.
     Failed(String),
     /// The handler failed for the configured maximum number of attempts: the
-    /// message is parked in `dead_letters` (with its payload and this error)
+    /// message is parked as a dead letter (with its payload and this error)
     /// and further redeliveries are duplicates until it is re-driven.
     DeadLettered(String),
 }
@@ -58,18 +60,25 @@ pub struct Delivery<'a> {
     pub message: &'a Message,
 }
 
-/// The storage could not process a batch: nothing in it was recorded, so
-/// none of it may be acknowledged; a redelivery will try again.
-#[derive(Debug, thiserror::Error)]
-#[error("database error: {0}")]
-pub struct StorageError(#[from] pub rusqlite::Error);
+/// How the inbox treats messages that keep failing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Policy {
+    /// Failed attempts after which a message is dead-lettered.
+    pub max_attempts: u32,
+}
+
+impl Default for Policy {
+    fn default() -> Self {
+        Self { max_attempts: 5 }
+    }
+}
 
 /// Something that applies deliveries idempotently (one connection's worth).
 pub trait Inbox: Send {
     /// Processes a batch of deliveries in one transaction and returns one
     /// outcome per delivery, in order. Outcomes count (and may be
     /// acknowledged) only when this returns `Ok`: an error means the whole
-    /// batch was rolled back.
+    /// batch was rolled back, or may have been, and nothing of it counts.
     fn deliver_batch(&mut self, batch: &[Delivery<'_>]) -> Result<Vec<Outcome>, StorageError>;
 
     /// Processes a single delivery in its own transaction.
@@ -84,4 +93,45 @@ pub trait Inbox: Send {
             .next()
             .expect("one outcome per delivery"))
     }
+}
+
+/// A message parked after too many failures.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DeadLetter {
+    pub consumer: String,
+    pub message_id: String,
+    pub event_type: String,
+    pub payload: String,
+    pub error: String,
+    pub attempts: u32,
+    /// Milliseconds since the Unix epoch.
+    pub dead_at: i64,
+}
+
+/// Failure counts and dead letters, kept next to the inbox.
+pub trait DeadLetters {
+    /// Every dead letter, oldest first.
+    fn dead_letters(&mut self) -> Result<Vec<DeadLetter>, StorageError>;
+
+    /// Failures counted so far for one delivery (0 if none).
+    fn failures(&mut self, consumer: &str, message_id: &str) -> Result<u32, StorageError>;
+
+    /// Gives a dead letter another chance, in one transaction: forget its
+    /// inbox row and attempt count, deliver it again, and delete the dead
+    /// letter only if it applied. If it fails again, everything is rolled
+    /// back and the dead letter stays as it was.
+    fn redrive(
+        &mut self,
+        handler: &dyn Handler,
+        message: &Message,
+    ) -> Result<Outcome, StorageError>;
+}
+
+/// Milliseconds since the Unix epoch: the unit of every timestamp the inbox
+/// stores.
+pub fn unix_millis(time: std::time::SystemTime) -> i64 {
+    let since_epoch = time
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    i64::try_from(since_epoch.as_millis()).unwrap_or(i64::MAX)
 }

@@ -54,6 +54,9 @@ pub const DEFAULT_BATCH_SIZE: u16 = 256;
 /// the latency a quiet input pays for batching.
 pub const DEFAULT_BATCH_WAIT_MS: u16 = 5;
 
+/// How each line of `--progress-lines` starts.
+pub const PROGRESS_LINE: &str = "progress: committed a batch";
+
 /// How a run is spread over workers and transactions.
 #[derive(Clone, Copy, Debug)]
 pub struct Options {
@@ -64,6 +67,10 @@ pub struct Options {
     /// How long a worker waits for a batch to fill before committing what it
     /// has.
     pub batch_wait: Duration,
+    /// Print a line on stderr after every committed batch, for scripts and
+    /// tests that follow a run's progress (the crash test kills `run` at
+    /// such points).
+    pub progress_lines: bool,
 }
 
 impl Default for Options {
@@ -72,6 +79,7 @@ impl Default for Options {
             workers: usize::from(crate::defaults::WORKERS),
             batch_size: usize::from(DEFAULT_BATCH_SIZE),
             batch_wait: Duration::from_millis(u64::from(DEFAULT_BATCH_WAIT_MS)),
+            progress_lines: false,
         }
     }
 }
@@ -252,7 +260,12 @@ fn work<I: Inbox>(
             })
             .collect();
         match inbox.deliver_batch(&deliveries) {
-            Ok(outcomes) => outcomes.iter().for_each(|outcome| summary.count(outcome)),
+            Ok(outcomes) => {
+                outcomes.iter().for_each(|outcome| summary.count(outcome));
+                if options.progress_lines {
+                    eprintln!("{PROGRESS_LINE} deliveries={}", outcomes.len());
+                }
+            }
             Err(error) => {
                 tracing::error!(%error, deliveries = deliveries.len(), "batch rolled back; its messages apply on redelivery");
                 summary.failed += deliveries.len() as u64;

@@ -1,36 +1,32 @@
-//! Key granularity: the inbox key is (consumer, message id), and the
-//! notifications table is unique on (event id, channel). Each key blocks
-//! the repeat that must be blocked and allows the one that must be allowed.
+//! Key granularity of the inbox: its key is (consumer, message id), so two
+//! consumers of one message both apply it; and one event fans out to a
+//! notification per channel.
 
 use std::collections::BTreeMap;
 
-use crate::support::harness::{BothObserved, RealInbox, both_consumers, run_twice};
+use crate::support::harness::{RealInbox, both_consumers, run_twice};
 use crate::support::subjects::{ACCOUNT, DebitSubject, NotifySubject};
 
 #[test]
 fn both_consumers_apply_the_same_message_id() {
-    let BothObserved {
-        first: debit,
-        second: notify,
-    } = both_consumers(
-        &DebitSubject,
+    let (debit, notify) = both_consumers(
+        &DebitSubject::real(),
         &NotifySubject::real(),
         &RealInbox::ONE_PER_TRANSACTION,
         50,
     )
-    .unwrap_or_else(|v| panic!("{v}"));
-    assert_eq!(debit.state, vec![(ACCOUNT, 500)]);
-    assert_eq!(debit.inbox_rows, 50);
-    assert_eq!(notify.state.len(), 100);
-    assert_eq!(notify.inbox_rows, 50);
+    .expect("each consumer applies each message once");
+    assert_eq!(debit.observed.state.balances, vec![(ACCOUNT, 500)]);
+    assert_eq!(debit.observed.inbox_rows, 50);
+    assert_eq!(notify.observed.state.len(), 100);
+    assert_eq!(notify.observed.inbox_rows, 50);
 }
 
 #[test]
 fn fan_out_gives_one_notification_per_channel_and_duplicates_add_none() {
-    let observed =
-        run_twice(&NotifySubject::real(), &RealInbox::BATCHED, 5).unwrap_or_else(|v| panic!("{v}"));
+    let play = run_twice(&NotifySubject::real(), &RealInbox::BATCHED, 5).expect("applied once");
     let mut channels_per_event: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
-    for notification in &observed.state {
+    for notification in &play.observed.state {
         channels_per_event
             .entry(&notification.event_id)
             .or_default()

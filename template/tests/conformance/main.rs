@@ -1,25 +1,39 @@
-//! The required tests for this consumer's inbox. Each file is one promise:
+//! The required tests for this consumer. Each file is one promise:
 //!
 //! * `run_twice`: the same messages delivered twice apply once;
 //! * `parallel`: four workers delivering the same messages at once apply
 //!   each once, and none fails on a lock;
 //! * `redeliver`: a delivery that fails leaves no trace, and its
 //!   redelivery applies it once;
+//! * `restart`: duplicates are still caught by a new process;
 //! * `consumers`: two consumers of one message both apply it, and one event
 //!   fans out to every channel;
-//! * `restart`: duplicates are still caught after the database is reopened;
-//! * `teeth`: every known-broken implementation fails at least one of the
-//!   above, so a green run means something.
+//! * `business_key`: each handler's own tables refuse a repeat that gets
+//!   past the inbox, and allow the legitimate fan-out;
+//! * `ids`: ids are compared exactly (case, whitespace, Unicode, length);
+//! * `commit`: a COMMIT that fails reports nothing as applied;
+//! * `retention`: a purge keeps every row inside its window;
+//! * `coverage`: every registered consumer has a subject, and every subject
+//!   passes every scenario above;
+//! * `teeth`: every known-broken implementation fails the scenario aimed at
+//!   it, so a green run means something.
 //!
-//! `cargo test run_twice`, `cargo test parallel`, `cargo test redeliver`
-//! run one group. `scripts/stress.sh` repeats `parallel` many times.
+//! Every state is judged against the subject's model (written by hand) and
+//! against each message applied once to a fresh database.
+//! `cargo test --test conformance parallel` runs one group;
+//! `scripts/stress.sh` repeats the `parallel` tests many times.
 
 #[path = "../support/mod.rs"]
 mod support;
 
+mod business_key;
+mod commit;
 mod consumers;
+mod coverage;
+mod ids;
 mod parallel;
 mod redeliver;
 mod restart;
+mod retention;
 mod run_twice;
 mod teeth;

@@ -1,17 +1,19 @@
 //! The tests have teeth: each known-broken implementation in
-//! `support::broken` is caught by the scenario named in its test, on every
-//! run, while the real inbox passes all of them. Where a broken version
-//! passes another scenario, the test says so: that is exactly why the three
-//! kinds of test carry equal weight.
+//! `support::broken` (and each trap of this project's database) is caught
+//! by the scenario named in its test, on every run. Where a broken version
+//! passes other scenarios, the test says so: that is exactly why every
+//! kind of test carries weight.
 
 use std::sync::Arc;
 
 use crate::support::broken::{
-    CheckThenAct, DeferredCheck, KeyedByMessageId, MintedId, NoInbox, NotifyUniqueOnEventId,
-    RecordFirst,
+    CheckThenAct, DebitsTooMuch, DoesNothing, FoldsCase, IgnoresFailedCommit, MintedId, NoInbox,
+    NormalizesIds, RecordFirst, RemembersInMemory, SloppyPurge, TrimsIds, TruncatesIds,
 };
+use crate::support::database::traps::{broken_ledger_keys, broken_outbox_keys, traps};
 use crate::support::harness::{
-    RealInbox, Violation, both_consumers, parallel, redeliver_after_failure, run_twice, suite,
+    InboxUnderTest, RealInbox, Violation, business_key, exact_ids, failed_commit, parallel,
+    purge_edge, redeliver_after_failure, restart, run_twice,
 };
 use crate::support::subjects::{DebitSubject, NotifySubject};
 
@@ -22,72 +24,122 @@ fn caught<T>(result: Result<T, Violation>, what: &str) {
     }
 }
 
-#[test]
-fn the_real_inbox_passes_every_scenario() {
-    for inbox in RealInbox::ALL {
-        let violations = suite(&inbox);
-        assert!(violations.is_empty(), "{violations:#?}");
-    }
+fn debit() -> DebitSubject {
+    DebitSubject::real()
 }
 
 #[test]
 fn no_inbox_is_caught_by_run_twice() {
-    caught(run_twice(&DebitSubject, &NoInbox, 50), "no inbox");
+    caught(run_twice(&debit(), &NoInbox, 50), "no inbox");
 }
 
 #[test]
 fn check_then_act_passes_run_twice_but_is_caught_by_parallel() {
-    run_twice(&DebitSubject, &CheckThenAct, 50)
+    run_twice(&debit(), &CheckThenAct, 50)
         .expect("with one worker the SELECT always sees the earlier commit");
-    caught(
-        parallel(&DebitSubject, &CheckThenAct, 4, 50),
-        "check-then-act",
-    );
+    caught(parallel(&debit(), &CheckThenAct, 4, 50), "check-then-act");
 }
 
 #[test]
 fn record_first_passes_run_twice_and_parallel_but_is_caught_by_redelivery() {
-    run_twice(&DebitSubject, &RecordFirst, 50).expect("record-first handles plain duplicates");
-    parallel(&DebitSubject, &RecordFirst, 4, 50).expect("and parallel ones");
+    run_twice(&debit(), &RecordFirst, 50).expect("record-first handles plain duplicates");
+    parallel(&debit(), &RecordFirst, 4, 50).expect("and parallel ones");
     caught(
-        redeliver_after_failure(&DebitSubject, &RecordFirst, 1, |_| true),
+        redeliver_after_failure(&debit(), &RecordFirst, 1, |_| true),
         "record-first",
     );
 }
 
 #[test]
-fn inbox_keyed_by_message_id_alone_is_caught_by_both_consumers() {
-    run_twice(&DebitSubject, &KeyedByMessageId, 50).expect("one consumer never notices");
-    caught(
-        both_consumers(&DebitSubject, &NotifySubject::real(), &KeyedByMessageId, 50),
-        "inbox keyed by message id alone",
-    );
-}
-
-#[test]
 fn id_minted_on_receipt_is_caught_by_run_twice() {
+    caught(run_twice(&debit(), &MintedId, 50), "id minted on receipt");
+}
+
+#[test]
+fn ids_remembered_in_memory_pass_everything_in_one_process_but_not_a_restart() {
+    let inbox = RemembersInMemory;
+    run_twice(&debit(), &inbox, 50).expect("one process remembers");
+    parallel(&debit(), &inbox, 4, 50).expect("its memory is shared and locked");
+    redeliver_after_failure(&debit(), &inbox, 10, |n| n % 2 == 0)
+        .expect("failures are not remembered");
+    caught(restart(&debit(), &inbox, 50), "ids remembered in memory");
+}
+
+#[test]
+fn ids_that_are_folded_trimmed_normalized_or_truncated_are_caught_by_exact_ids() {
+    let inboxes: [&dyn InboxUnderTest; 4] = [&FoldsCase, &TrimsIds, &NormalizesIds, &TruncatesIds];
+    for inbox in inboxes {
+        run_twice(&debit(), inbox, 50).expect("ordinary ids survive the rewriting");
+        caught(exact_ids(&debit(), inbox), &inbox.name());
+    }
+}
+
+#[test]
+fn a_failed_commit_reported_as_applied_is_caught_by_the_failed_commit() {
+    run_twice(&debit(), &IgnoresFailedCommit, 50).expect("commits that succeed are fine");
+    parallel(&debit(), &IgnoresFailedCommit, 4, 50).expect("so are parallel ones");
     caught(
-        run_twice(&DebitSubject, &MintedId, 50),
-        "id minted on receipt",
+        failed_commit(&debit(), &IgnoresFailedCommit, 20),
+        "failed commit reported as applied",
     );
 }
 
 #[test]
-fn deferred_begin_is_caught_by_parallel() {
-    run_twice(&DebitSubject, &DeferredCheck, 50).expect("without contention DEFERRED never fails");
+fn a_purge_inside_the_window_is_caught_at_the_edge() {
     caught(
-        parallel(&DebitSubject, &DeferredCheck, 4, 50),
-        "deferred BEGIN",
+        purge_edge(&debit(), &SloppyPurge, 10),
+        "purge three hours too eager",
     );
 }
 
 #[test]
-fn notifications_unique_on_event_id_alone_is_caught_by_fan_out() {
-    let subject = NotifySubject {
-        handler: Arc::new(NotifyUniqueOnEventId),
+fn a_handler_that_does_nothing_is_caught_by_its_model() {
+    let subject = DebitSubject {
+        handler: Arc::new(DoesNothing(debit().handler)),
     };
     caught(
-        run_twice(&subject, &RealInbox::ONE_PER_TRANSACTION, 5),
-        "notifications unique on event_id alone",
+        run_twice(&subject, &RealInbox::BATCHED, 50),
+        "a handler that does nothing",
     );
+}
+
+#[test]
+fn a_handler_that_debits_the_wrong_amount_is_caught_by_its_model() {
+    let subject = DebitSubject {
+        handler: Arc::new(DebitsTooMuch),
+    };
+    caught(
+        run_twice(&subject, &RealInbox::BATCHED, 50),
+        "a handler that debits too much",
+    );
+}
+
+#[test]
+fn broken_business_keys_are_caught_past_the_inbox() {
+    for schema in broken_ledger_keys() {
+        caught(business_key(&debit(), &schema, 20), schema.name);
+    }
+    for schema in broken_outbox_keys() {
+        caught(
+            business_key(&NotifySubject::real(), &schema, 20),
+            schema.name,
+        );
+    }
+}
+
+#[test]
+fn this_databases_own_traps_are_caught() {
+    for trap in traps() {
+        let name = trap.inbox.name();
+        for scenario in &trap.passes {
+            scenario
+                .check(&debit(), &NotifySubject::real(), trap.inbox.as_ref())
+                .unwrap_or_else(|v| panic!("{name} should pass {scenario:?}: {v}"));
+        }
+        caught(
+            trap.caught_by
+                .check(&debit(), &NotifySubject::real(), trap.inbox.as_ref()),
+            &name,
+        );
+    }
 }

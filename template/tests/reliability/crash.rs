@@ -1,52 +1,50 @@
-//! Crash-kill: `run` is killed with SIGKILL at random points, restarted
-//! from the start of its input each time (as a broker redelivers everything
-//! not acknowledged), and finally allowed to finish. The result must be the
+//! Crash-kill: `run` is killed with SIGKILL again and again, each time
+//! right after a randomly chosen committed batch, restarted from the start
+//! of its input each time (as a broker redelivers everything not
+//! acknowledged), and finally allowed to finish. The result must be the
 //! once-only state: no debit lost, none doubled, the inbox row count exact,
-//! and the database file intact.
+//! and the database intact.
 //!
-//! `CRASH_KILLS` sets the number of kills (default 20);
-//! `CRASH_SEED` replays a run (the seed is printed).
+//! Kills follow `run --progress-lines`, not a timer, so every kill lands
+//! mid-run on any machine, fast or slow, debug or release, alone or under
+//! load (see `support::kill`).
+//!
+//! `CRASH_KILLS` sets the number of kills (default 20); `CRASH_SEED`
+//! replays a run (the seed is printed).
 
 use std::collections::BTreeMap;
 use std::io::{BufWriter, Write};
 use std::path::Path;
-use std::process::Stdio;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use rusqlite::Connection;
+use {{crate_name}}::inbox::{DeadLetters, Policy};
+use {{crate_name}}::pipeline::PROGRESS_LINE;
+use {{crate_name}}::store::Store;
 
 use crate::consumer;
+use crate::support::database::Fixture;
+use crate::support::harness::{Prng, env_number, inbox_rows};
+use crate::support::kill::kill_after_progress;
 
-const LINES: u64 = 40_000;
-const ACCOUNTS: u64 = 7;
-
-/// A small deterministic generator, so a failing run can be replayed.
-struct XorShift(u64);
-
-impl XorShift {
-    fn next(&mut self, below: u64) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0 % below
-    }
-}
+const LINES: u64 = 10_000;
+const ACCOUNTS: i64 = 7;
+const OPENING_BALANCE: i64 = 1_000_000;
 
 /// Writes the input (a third of the lines are redeliveries) and returns
-/// the once-only total debited per account and the distinct messages.
-fn write_input(path: &Path, random: &mut XorShift) -> (BTreeMap<i64, i64>, i64) {
+/// the once-only total debited per account and the number of distinct
+/// messages.
+fn write_input(path: &Path, random: &mut Prng) -> (BTreeMap<i64, i64>, usize) {
     let mut out = BufWriter::new(std::fs::File::create(path).unwrap());
     let mut expected = BTreeMap::new();
     let mut distinct = 0;
     for _ in 0..LINES {
-        let redelivery = distinct > 0 && random.next(3) == 0;
+        let redelivery = distinct > 0 && random.below(3) == 0;
         let id = if redelivery {
-            random.next(distinct)
+            random.below(distinct)
         } else {
             distinct += 1;
             distinct - 1
         };
-        let (account, amount) = ((1 + id % ACCOUNTS) as i64, 1 + (id % 97) as i64);
+        let (account, amount) = (1 + (id % ACCOUNTS as u64) as i64, 1 + (id % 97) as i64);
         if !redelivery {
             *expected.entry(account).or_insert(0) += amount;
         }
@@ -57,104 +55,86 @@ fn write_input(path: &Path, random: &mut XorShift) -> (BTreeMap<i64, i64>, i64) 
         });
         writeln!(out, "{line}").unwrap();
     }
-    (expected, distinct as i64)
+    (expected, distinct as usize)
 }
 
 #[test]
-fn crash_kill_again_and_again_then_finish_gives_the_once_only_state() {
-    let kills: u32 =
-        std::env::var("CRASH_KILLS").map_or(20, |v| v.parse().expect("CRASH_KILLS: a number"));
-    let seed = std::env::var("CRASH_SEED").map_or_else(
-        |_| {
-            SystemTime::now()
-                .duration_since(UNIX_EPOCH)
-                .unwrap()
-                .as_nanos() as u64
-                | 1
-        },
-        |v| v.parse().expect("CRASH_SEED: a number"),
-    );
-    println!("crash test: {kills} kills, CRASH_SEED={seed}");
-    let mut random = XorShift(seed);
+fn crash_kill_at_progress_points_then_finish_gives_the_once_only_state() {
+    let kills = env_number("CRASH_KILLS", 20);
+    let mut random = Prng::from_env("CRASH_SEED");
+    let fixture = Fixture::new();
     let dir = tempfile::tempdir().unwrap();
-    let (db, input) = (dir.path().join("crash.db"), dir.path().join("input.jsonl"));
+    let input = dir.path().join("input.jsonl");
     let (expected, distinct) = write_input(&input, &mut random);
-    for account in 1..=ACCOUNTS {
-        let opened = consumer(&db)
-            .args(["open-account", &account.to_string(), "1000000"])
-            .output()
-            .unwrap();
-        assert!(opened.status.success());
-    }
+    let database = fixture.database();
+    database
+        .with_tables(|tables| {
+            (1..=ACCOUNTS).try_for_each(|account| tables.open_account(account, OPENING_BALANCE))
+        })
+        .unwrap();
 
-    let mut killed_mid_run = 0;
-    for kill in 0..kills {
-        // Alternate one transaction per message and batches, so a kill can
-        // land between any two statements of either path.
-        let batch = if kill % 2 == 0 { "1" } else { "256" };
-        let mut child = consumer(&db)
-            .args(["run", "--batch-size", batch])
-            .arg(&input)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        std::thread::sleep(Duration::from_millis(5 + random.next(400)));
-        if child.try_wait().unwrap().is_none() {
-            killed_mid_run += 1;
-        }
-        child.kill().unwrap(); // SIGKILL
-        child.wait().unwrap();
+    for kill in 1..=kills {
+        // Alternate one transaction per message and batches of 256, so a
+        // kill can land between any two statements of either path. A full
+        // run commits at least one batch per line, or per 256 lines; the
+        // kill follows a batch among the first nine tenths of those.
+        let batch: u64 = if kill % 2 == 0 { 1 } else { 256 };
+        let fewest_commits = LINES.div_ceil(batch);
+        let after = 1 + random.below(fewest_commits * 9 / 10);
+        let mut command = consumer(&fixture);
+        command
+            .args([
+                "run",
+                "--progress-lines",
+                "--batch-size",
+                &batch.to_string(),
+            ])
+            .arg(&input);
+        let outcome = kill_after_progress(command, PROGRESS_LINE, after);
+        assert!(
+            outcome.landed_mid_run,
+            "kill {kill} of {kills} (after commit {after} of at least {fewest_commits}) did not land mid-run: \
+             `run` printed {} progress lines and ended on its own:\n{}",
+            outcome.progress_seen, outcome.other_output
+        );
     }
-    println!("crash test: {killed_mid_run} of {kills} kills landed while `run` was working");
-    assert!(
-        killed_mid_run * 2 >= kills,
-        "most kills should land mid-run; make the input longer"
-    );
+    println!("crash test: all {kills} kills landed mid-run");
 
-    let finished = consumer(&db).arg("run").arg(&input).output().unwrap();
+    let finished = consumer(&fixture).arg("run").arg(&input).output().unwrap();
     assert!(
         finished.status.success(),
         "{}",
         String::from_utf8_lossy(&finished.stderr)
     );
 
-    let db = Connection::open(&db).unwrap();
-    let integrity: String = db
-        .query_row("PRAGMA integrity_check", [], |row| row.get(0))
+    assert_eq!(fixture.integrity_problems(), None);
+    let (balances, notifications) = database
+        .with_tables(|tables| Ok((tables.balances()?, tables.notifications()?)))
         .unwrap();
-    assert_eq!(integrity, "ok");
-    for (account, debited) in &expected {
-        let balance: i64 = db
-            .query_row(
-                "SELECT balance FROM accounts WHERE id = ?1",
-                [account],
-                |row| row.get(0),
+    let expected_balances: Vec<(i64, i64)> = (1..=ACCOUNTS)
+        .map(|account| {
+            (
+                account,
+                OPENING_BALANCE - expected.get(&account).unwrap_or(&0),
             )
-            .unwrap();
-        assert_eq!(
-            balance,
-            1_000_000 - debited,
-            "account {account}: a debit was lost or doubled"
-        );
-    }
-    let count = |sql: &str| -> i64 { db.query_row(sql, [], |row| row.get(0)).unwrap() };
+        })
+        .collect();
+    assert_eq!(balances, expected_balances, "a debit was lost or doubled");
+    assert_eq!(inbox_rows(&fixture, "debit"), distinct);
+    assert_eq!(inbox_rows(&fixture, "notify"), distinct);
     assert_eq!(
-        count("SELECT count(*) FROM inbox WHERE consumer = 'debit'"),
-        distinct
-    );
-    assert_eq!(
-        count("SELECT count(*) FROM inbox WHERE consumer = 'notify'"),
-        distinct
-    );
-    let notifications = count("SELECT count(*) FROM notifications");
-    assert_eq!(
-        notifications,
+        notifications.len(),
         2 * distinct,
         "one email and one push per message"
     );
-    assert_eq!(count("SELECT count(*) FROM dead_letters"), 0);
+    let dead = database
+        .inbox(Policy::default())
+        .unwrap()
+        .dead_letters()
+        .unwrap();
+    assert!(dead.is_empty(), "{dead:?}");
     println!(
-        "crash test: survived {killed_mid_run} kills mid-run; {notifications} notifications, integrity ok"
+        "crash test: survived {kills} kills; {distinct} messages, {} notifications, integrity ok",
+        notifications.len()
     );
 }

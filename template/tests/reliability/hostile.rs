@@ -6,6 +6,7 @@
 use std::io::Write;
 
 use crate::run_consumer;
+use crate::support::database::Fixture;
 
 const CORPUS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/hostile.jsonl");
 
@@ -49,7 +50,7 @@ const EXPECTED_REJECTS: [(u32, &str); 18] = [
 #[test]
 fn hostile_lines_are_rejected_one_by_one_and_valid_ones_all_apply() {
     let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("hostile.db");
+    let db = Fixture::new();
     let input = dir.path().join("hostile.jsonl");
     let mut file = std::fs::File::create(&input).unwrap();
     file.write_all(&std::fs::read(CORPUS).unwrap()).unwrap();
@@ -102,7 +103,7 @@ fn hostile_lines_are_rejected_one_by_one_and_valid_ones_all_apply() {
 #[test]
 fn an_empty_input_is_a_clean_run() {
     let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("empty.db");
+    let db = Fixture::new();
     let input = dir.path().join("empty.jsonl");
     std::fs::write(&input, "").unwrap();
     let output = run_consumer(&db, &["run", input.to_str().unwrap()]);
@@ -116,7 +117,7 @@ fn an_empty_input_is_a_clean_run() {
 #[test]
 fn rejects_can_go_to_a_file_with_their_original_text() {
     let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("rejects.db");
+    let db = Fixture::new();
     let rejects = dir.path().join("rejects.jsonl");
     assert!(
         run_consumer(&db, &["open-account", "1", "1000"])

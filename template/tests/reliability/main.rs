@@ -5,8 +5,9 @@
 //!   the others, and can be re-driven;
 //! * `retention`: purging old inbox rows keeps recent duplicates caught and
 //!   loses nothing while deliveries run;
-//! * `faults`: a full or read-only database fails the batch cleanly and
-//!   processing resumes when the fault is gone;
+//! * `faults`: the database failing under the consumer (full, read-only,
+//!   connection killed, timeouts) fails the batch cleanly, and processing
+//!   resumes when the fault is gone;
 //! * `schedules`: generated delivery schedules (proptest) end in the
 //!   once-only state, and known-broken implementations are caught;
 //! * `hostile`: bad input is rejected line by line, nothing valid is lost;
@@ -20,22 +21,31 @@
 #[path = "../support/mod.rs"]
 mod support;
 
-use std::path::Path;
 use std::process::{Command, Output};
 
-/// The consumer binary, pointed at the database `db`.
-fn consumer(db: &Path) -> Command {
+use support::database::Fixture;
+
+/// The consumer binary, pointed at `fixture`'s database.
+fn consumer(fixture: &Fixture) -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_{{project-name}}"));
-    command.arg("--db").arg(db);
+    command.args(fixture.cli_args());
     command
 }
 
-/// Runs the consumer on `db` with `args` and waits for it.
-fn run_consumer(db: &Path, args: &[&str]) -> Output {
-    consumer(db).args(args).output().expect("run the consumer")
+/// Runs the consumer on `fixture` with `args` and waits for it.
+fn run_consumer(fixture: &Fixture, args: &[&str]) -> Output {
+    consumer(fixture)
+        .args(args)
+        .output()
+        .expect("run the consumer")
 }
 
 mod crash;
+{% if database == "postgres" -%}
+#[path = "faults_postgres.rs"]
+{%- else -%}
+#[path = "faults_sqlite.rs"]
+{%- endif %}
 mod faults;
 mod fuzz;
 mod hostile;

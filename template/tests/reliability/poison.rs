@@ -1,16 +1,15 @@
 //! Poison messages: a payment for an account that does not exist fails
 //! every time it is delivered.
 
-use rusqlite::Connection;
-
-use {{crate_name}}::database::{Database, Settings};
 use {{crate_name}}::event::{Event, PaymentCaptured};
-use {{crate_name}}::handlers::{self, Debit};
-use {{crate_name}}::inbox::{Outcome, dead_letters, failures};
+use {{crate_name}}::handlers::Debit;
+use {{crate_name}}::inbox::{DeadLetter, DeadLetters, Delivery, Outcome, Policy};
 use {{crate_name}}::message::{Message, MessageId};
+use {{crate_name}}::store::Store;
 
 use crate::support::broken::AttemptsCountedInside;
-use crate::support::harness::{Fixture, InboxUnderTest, RealInbox, deliver_all, inbox_rows};
+use crate::support::database::Fixture;
+use crate::support::harness::{InboxUnderTest, RealInbox, deliver_all, fixture_for, inbox_rows};
 use crate::support::subjects::{ACCOUNT, DebitSubject, payments};
 
 const MISSING_ACCOUNT: i64 = 999;
@@ -28,13 +27,13 @@ fn poison() -> Message {
 /// Delivers a healthy payment and the poison one `rounds` times through
 /// `inbox` and returns the outcomes of the poison deliveries.
 fn deliver_rounds(inbox: &dyn InboxUnderTest, fixture: &Fixture, rounds: usize) -> Vec<Outcome> {
-    let mut worker = inbox.open(&fixture.path);
+    let mut worker = inbox.open(fixture);
     let messages = [payments(1).remove(0), poison()];
     (0..rounds)
         .map(|_| {
             let deliveries: Vec<_> = messages
                 .iter()
-                .map(|message| {{crate_name}}::inbox::Delivery {
+                .map(|message| Delivery {
                     handler: &Debit,
                     message,
                 })
@@ -56,20 +55,36 @@ fn is_dead_lettered(outcomes: &[Outcome], max_attempts: usize) -> bool {
             .all(|o| *o == Outcome::Duplicate)
 }
 
+fn dead_letters(fixture: &Fixture) -> Vec<DeadLetter> {
+    let mut inbox = fixture.database().inbox(Policy::default()).unwrap();
+    inbox.dead_letters().unwrap()
+}
+
+fn poison_failures(fixture: &Fixture) -> u32 {
+    let mut inbox = fixture.database().inbox(Policy::default()).unwrap();
+    inbox.failures("debit", "pay-poison").unwrap()
+}
+
+fn balances(fixture: &Fixture) -> Vec<(i64, i64)> {
+    fixture
+        .database()
+        .with_tables(|tables| tables.balances())
+        .unwrap()
+}
+
 #[test]
 fn a_poison_message_is_dead_lettered_after_max_attempts_and_blocks_nothing() {
     let inbox = RealInbox::BATCHED;
-    let fixture = Fixture::new(&inbox, &[&DebitSubject]);
+    let fixture = fixture_for(&inbox, &[&DebitSubject::real()]);
     let outcomes = deliver_rounds(&inbox, &fixture, 7);
     assert!(is_dead_lettered(&outcomes, 5), "{outcomes:?}");
 
-    let db = fixture.connection();
     assert_eq!(
-        handlers::balances(&db).unwrap(),
+        balances(&fixture),
         vec![(ACCOUNT, 990)],
         "the healthy payment applied once"
     );
-    let letters = dead_letters(&db).unwrap();
+    let letters = dead_letters(&fixture);
     assert_eq!(letters.len(), 1);
     assert_eq!(letters[0].message_id, "pay-poison");
     assert_eq!(letters[0].attempts, 5);
@@ -78,13 +93,9 @@ fn a_poison_message_is_dead_lettered_after_max_attempts_and_blocks_nothing() {
         Event::decode(&letters[0].event_type, &letters[0].payload).unwrap(),
         poison().event
     );
+    assert_eq!(poison_failures(&fixture), 0, "the count is cleared");
     assert_eq!(
-        failures(&db, "debit", "pay-poison").unwrap(),
-        0,
-        "the count is cleared"
-    );
-    assert_eq!(
-        inbox_rows(&db, "debit"),
+        inbox_rows(&fixture, "debit"),
         2,
         "redeliveries of the dead letter are duplicates"
     );
@@ -93,12 +104,11 @@ fn a_poison_message_is_dead_lettered_after_max_attempts_and_blocks_nothing() {
 #[test]
 fn failed_attempts_are_counted_although_the_attempt_rolls_back() {
     let inbox = RealInbox::ONE_PER_TRANSACTION;
-    let fixture = Fixture::new(&inbox, &[&DebitSubject]);
+    let fixture = fixture_for(&inbox, &[&DebitSubject::real()]);
     deliver_rounds(&inbox, &fixture, 2);
-    let db = fixture.connection();
-    assert_eq!(failures(&db, "debit", "pay-poison").unwrap(), 2);
+    assert_eq!(poison_failures(&fixture), 2);
     assert_eq!(
-        inbox_rows(&db, "debit"),
+        inbox_rows(&fixture, "debit"),
         1,
         "only the healthy payment is recorded"
     );
@@ -106,60 +116,64 @@ fn failed_attempts_are_counted_although_the_attempt_rolls_back() {
 
 #[test]
 fn attempts_counted_inside_the_rolled_back_transaction_are_caught() {
-    let fixture = Fixture::new(&AttemptsCountedInside, &[&DebitSubject]);
+    let fixture = fixture_for(&AttemptsCountedInside, &[&DebitSubject::real()]);
     let outcomes = deliver_rounds(&AttemptsCountedInside, &fixture, 7);
     assert!(
         !is_dead_lettered(&outcomes, 5),
         "the broken count dead-lettered: {outcomes:?}"
     );
-    assert_eq!(
-        failures(&fixture.connection(), "debit", "pay-poison").unwrap(),
-        0
-    );
+    assert_eq!(poison_failures(&fixture), 0);
 }
 
-fn dead_letter_one(fixture: &Fixture) -> Database {
-    deliver_rounds(&RealInbox::ONE_PER_TRANSACTION, fixture, 5);
-    Database::new(&fixture.path, Settings::default())
+fn dead_letter_one() -> Fixture {
+    let fixture = fixture_for(&RealInbox::ONE_PER_TRANSACTION, &[&DebitSubject::real()]);
+    deliver_rounds(&RealInbox::ONE_PER_TRANSACTION, &fixture, 5);
+    fixture
 }
 
 #[test]
 fn a_redriven_dead_letter_applies_once_when_its_cause_is_fixed() {
-    let fixture = Fixture::new(&RealInbox::ONE_PER_TRANSACTION, &[&DebitSubject]);
-    let database = dead_letter_one(&fixture);
-    handlers::open_account(&fixture.connection(), MISSING_ACCOUNT, 100).unwrap();
+    let fixture = dead_letter_one();
+    let database = fixture.database();
+    database
+        .with_tables(|tables| tables.open_account(MISSING_ACCOUNT, 100))
+        .unwrap();
 
-    let mut inbox = database.inbox().unwrap();
+    let mut inbox = database.inbox(Policy::default()).unwrap();
     assert_eq!(inbox.redrive(&Debit, &poison()).unwrap(), Outcome::Applied);
-    let db: Connection = fixture.connection();
-    assert_eq!(handlers::balance(&db, MISSING_ACCOUNT).unwrap(), Some(90));
-    assert!(dead_letters(&db).unwrap().is_empty());
+    assert_eq!(
+        balances(&fixture),
+        vec![(ACCOUNT, 990), (MISSING_ACCOUNT, 90)]
+    );
+    assert!(dead_letters(&fixture).is_empty());
     // The broker redelivers it once more: a duplicate, not a second debit.
     let again = deliver_all(&mut inbox, &Debit, &[poison()]);
     assert_eq!(again.duplicate, 1);
-    assert_eq!(handlers::balance(&db, MISSING_ACCOUNT).unwrap(), Some(90));
+    assert_eq!(
+        balances(&fixture),
+        vec![(ACCOUNT, 990), (MISSING_ACCOUNT, 90)]
+    );
 }
 
 #[test]
 fn a_redrive_that_fails_again_leaves_the_dead_letter_as_it_was() {
-    let fixture = Fixture::new(&RealInbox::ONE_PER_TRANSACTION, &[&DebitSubject]);
-    let database = dead_letter_one(&fixture);
-    let before = dead_letters(&fixture.connection()).unwrap();
+    let fixture = dead_letter_one();
+    let before = dead_letters(&fixture);
 
-    let outcome = database
-        .inbox()
+    let outcome = fixture
+        .database()
+        .inbox(Policy::default())
         .unwrap()
         .redrive(&Debit, &poison())
         .unwrap();
     assert!(matches!(outcome, Outcome::Failed(_)), "{outcome:?}");
-    let db = fixture.connection();
-    assert_eq!(dead_letters(&db).unwrap(), before);
+    assert_eq!(dead_letters(&fixture), before);
     assert_eq!(
-        inbox_rows(&db, "debit"),
+        inbox_rows(&fixture, "debit"),
         2,
         "still a duplicate for the broker"
     );
-    assert_eq!(failures(&db, "debit", "pay-poison").unwrap(), 0);
+    assert_eq!(poison_failures(&fixture), 0);
 }
 
 /// The same story through the command line: `run` dead-letters the poison
@@ -167,8 +181,9 @@ fn a_redrive_that_fails_again_leaves_the_dead_letter_as_it_was() {
 /// `dead-letters redrive` applies it once its account exists.
 #[test]
 fn the_command_line_lists_and_redrives_dead_letters() {
+    let fixture = Fixture::new();
     let dir = tempfile::tempdir().unwrap();
-    let (db, input) = (dir.path().join("poison.db"), dir.path().join("in.jsonl"));
+    let input = dir.path().join("in.jsonl");
     let lines: Vec<String> = [(1, "pay-good"), (MISSING_ACCOUNT, "pay-poison")]
         .iter()
         .map(|(account, id)| {
@@ -182,7 +197,7 @@ fn the_command_line_lists_and_redrives_dead_letters() {
         .collect();
     std::fs::write(&input, lines.join("\n")).unwrap();
     let run = |args: &[&str]| {
-        let output = crate::run_consumer(&db, args);
+        let output = crate::run_consumer(&fixture, args);
         (
             output.status.code(),
             String::from_utf8_lossy(&output.stdout).into_owned(),

@@ -3,6 +3,8 @@
 
 use std::path::Path;
 
+use crate::support::database::Fixture;
+
 const SQL_WORDS: [&str; 6] = [
     "SELECT ", "INSERT ", "UPDATE ", "DELETE ", "CREATE ", "DROP ",
 ];
@@ -60,9 +62,9 @@ fn sql_is_never_built_by_formatting_strings() {
 }
 
 #[test]
-fn logs_carry_neither_the_database_path_nor_payloads() {
+fn logs_carry_neither_the_database_location_nor_payloads() {
+    let fixture = Fixture::new();
     let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("secret-location-31337.db");
     let input = dir.path().join("input.jsonl");
     let lines = [
         r#"{"id": "s-1", "type": "payment.captured", "payload": {"account": 1, "amount": 424242}}"#,
@@ -71,7 +73,7 @@ fn logs_carry_neither_the_database_path_nor_payloads() {
     ];
     std::fs::write(&input, lines.join("\n")).unwrap();
     let consumer = |args: &[&str]| {
-        crate::consumer(&db)
+        crate::consumer(&fixture)
             .env("RUST_LOG", "trace")
             .args(args)
             .output()
@@ -88,7 +90,9 @@ fn logs_carry_neither_the_database_path_nor_payloads() {
         logs.contains("delivery failed"),
         "the failing payment should be logged:\n{logs}"
     );
-    for secret in ["secret-location-31337", "424242", "515151"] {
-        assert!(!logs.contains(secret), "logs leak {secret}:\n{logs}");
+    let mut secrets = fixture.secrets();
+    secrets.extend(["424242".to_owned(), "515151".to_owned()]);
+    for secret in secrets {
+        assert!(!logs.contains(&secret), "logs leak {secret}:\n{logs}");
     }
 }

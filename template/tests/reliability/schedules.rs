@@ -1,8 +1,9 @@
 //! Generated delivery schedules (proptest): random mixes of duplicates,
 //! reorderings, failures on random attempts followed by redelivery, both
 //! consumers, batches and restarts. After every step the state must equal
-//! applying once each message that some delivery has successfully applied,
-//! and after a final redelivery of everything, each message exactly once.
+//! the model of each message that some delivery has successfully applied,
+//! and after a final redelivery of everything, each message exactly once
+//! (by the model and by the once-only oracle).
 //! A failing schedule is shrunk to a minimal one and printed.
 //!
 //! Schedules run on one thread so that they replay and shrink
@@ -20,9 +21,10 @@ use {{crate_name}}::handler::Handler;
 use {{crate_name}}::inbox::Delivery;
 use {{crate_name}}::message::Message;
 
-use crate::support::broken::{KeyedByMessageId, MintedId, NoInbox, RecordFirst};
+use crate::support::broken::{MintedId, NoInbox, RecordFirst};
+use crate::support::database::traps::keyed_by_message_id;
 use crate::support::harness::{
-    AlwaysFail, Fixture, InboxUnderTest, RealInbox, Subject, inbox_rows, once_only_state,
+    AlwaysFail, Expected, InboxUnderTest, RealInbox, Subject, fixture_for, inbox_rows, state_of,
 };
 use crate::support::subjects::{DebitSubject, NotifySubject, payments};
 
@@ -62,10 +64,11 @@ const REAL: RealInbox = RealInbox {
     max_attempts: u32::MAX,
 };
 
-/// Plays `schedule` through `inbox` and checks the oracle after every step.
+/// Plays `schedule` through `inbox` and checks the model after every step,
+/// and the oracle too after the final redelivery of everything.
 fn check(inbox: &dyn InboxUnderTest, schedule: &[Step]) -> Result<(), TestCaseError> {
-    let (debit, notify) = (DebitSubject, NotifySubject::real());
-    let fixture = Fixture::new(inbox, &[&debit, &notify]);
+    let (debit, notify) = (DebitSubject::real(), NotifySubject::real());
+    let fixture = fixture_for(inbox, &[&debit, &notify]);
     let messages = payments(MESSAGES);
     let handler = |consumer| -> Arc<dyn Handler> {
         match consumer {
@@ -74,16 +77,17 @@ fn check(inbox: &dyn InboxUnderTest, schedule: &[Step]) -> Result<(), TestCaseEr
         }
     };
     let mut applied: BTreeSet<(Consumer, usize)> = BTreeSet::new();
-    let mut worker = inbox.open(&fixture.path);
+    let mut worker = inbox.open(&fixture);
     let drain = Step::Batch(
         [Consumer::Debit, Consumer::Notify]
             .into_iter()
             .flat_map(|consumer| (0..MESSAGES).map(move |n| (consumer, n, false)))
             .collect(),
     );
+    let steps = schedule.len() + 1;
     for (number, step) in schedule.iter().chain([&drain]).enumerate() {
         match step {
-            Step::Restart => worker = inbox.open(&fixture.path),
+            Step::Restart => worker = inbox.open(&fixture),
             Step::Batch(deliveries) => {
                 let handlers: Vec<Arc<dyn Handler>> = deliveries
                     .iter()
@@ -108,36 +112,53 @@ fn check(inbox: &dyn InboxUnderTest, schedule: &[Step]) -> Result<(), TestCaseEr
                 applied.extend(deliveries.iter().filter(|d| !d.2).map(|&(c, n, _)| (c, n)));
             }
         }
-        let db = fixture.connection();
-        for (consumer, subject_rows) in [
-            (Consumer::Debit, inbox_rows(&db, "debit")),
-            (Consumer::Notify, inbox_rows(&db, "notify")),
-        ] {
-            let done: Vec<Message> = applied
+        let done = |consumer: Consumer| -> Vec<Message> {
+            applied
                 .iter()
                 .filter(|(c, _)| *c == consumer)
                 .map(|&(_, n)| messages[n].clone())
-                .collect();
-            let state_ok = match consumer {
-                Consumer::Debit => {
-                    debit.state(&db) == once_only_state(&debit, &done).map_err(fail)?
-                }
-                Consumer::Notify => {
-                    notify.state(&db) == once_only_state(&notify, &done).map_err(fail)?
-                }
-            };
-            prop_assert!(
-                state_ok,
-                "after step {number}, {consumer:?} state differs from once-only"
+                .collect()
+        };
+        let last = number + 1 == steps;
+        let (debit_done, notify_done) = (done(Consumer::Debit), done(Consumer::Notify));
+        let problems = if last {
+            let mut problems = Expected::of(&debit, &debit_done)
+                .map_err(fail)?
+                .problems(&state_of(&fixture, &debit));
+            problems.extend(
+                Expected::of(&notify, &notify_done)
+                    .map_err(fail)?
+                    .problems(&state_of(&fixture, &notify)),
             );
-            prop_assert_eq!(
-                subject_rows,
-                done.len(),
-                "after step {}, {:?} inbox rows",
-                number,
-                consumer
-            );
-        }
+            problems
+        } else {
+            let mut problems = Vec::new();
+            if state_of(&fixture, &debit) != debit.expected(&debit_done) {
+                problems.push("debit's state differs from its model".to_owned());
+            }
+            if state_of(&fixture, &notify) != notify.expected(&notify_done) {
+                problems.push("notify's state differs from its model".to_owned());
+            }
+            problems
+        };
+        prop_assert!(
+            problems.is_empty(),
+            "after step {}: {}",
+            number,
+            problems.join("; ")
+        );
+        prop_assert_eq!(
+            inbox_rows(&fixture, "debit"),
+            debit_done.len(),
+            "after step {}, debit inbox rows",
+            number
+        );
+        prop_assert_eq!(
+            inbox_rows(&fixture, "notify"),
+            notify_done.len(),
+            "after step {}, notify inbox rows",
+            number
+        );
     }
     Ok(())
 }
@@ -158,7 +179,9 @@ proptest! {
 
 #[test]
 fn generated_schedules_catch_the_broken_implementations() {
-    let broken: [&dyn InboxUnderTest; 4] = [&NoInbox, &RecordFirst, &KeyedByMessageId, &MintedId];
+    let keyed_by_message_id = keyed_by_message_id();
+    let broken: [&dyn InboxUnderTest; 4] =
+        [&NoInbox, &RecordFirst, &keyed_by_message_id, &MintedId];
     for inbox in broken {
         let mut runner = TestRunner::new(Config {
             cases: 256,

@@ -1,6 +1,11 @@
 //! Test support: the conformance harness, the example handlers as test
 //! subjects, and known-broken implementations that the tests must catch.
 //!
+//! Everything here is written once for every database, except the
+//! `database` module: this project's database behind the harness (fresh
+//! databases, the raw steps broken inboxes are made of, and the traps only
+//! that database has).
+//!
 //! Shared by the integration tests, `examples/demo.rs` and the benchmark,
 //! and never compiled into the consumer binary. Each of them uses only part
 //! of it, hence the allowances for unused items and re-exports.
@@ -8,4 +13,13 @@
 
 pub mod broken;
 pub mod harness;
+pub mod kill;
+pub mod raw;
 pub mod subjects;
+{% if database == "postgres" %}
+#[path = "postgres/mod.rs"]
+pub mod database;
+{%- else %}
+#[path = "sqlite/mod.rs"]
+pub mod database;
+{%- endif %}

@@ -3,10 +3,9 @@
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 
-use rusqlite::Connection;
-
 use {{crate_name}}::event::Event;
 use {{crate_name}}::handler::{Handler, HandlerError};
+use {{crate_name}}::handlers::Tables;
 use {{crate_name}}::message::Message;
 
 /// Wraps a handler so that the first attempt at each chosen message fails
@@ -33,11 +32,8 @@ impl Handler for FailFirstAttempt {
     fn subscribes_to(&self, event: &Event) -> bool {
         self.inner.subscribes_to(event)
     }
-    fn schema(&self) -> &'static str {
-        self.inner.schema()
-    }
-    fn apply(&self, db: &Connection, message: &Message) -> Result<(), HandlerError> {
-        self.inner.apply(db, message)?;
+    fn apply(&self, tables: &mut dyn Tables, message: &Message) -> Result<(), HandlerError> {
+        self.inner.apply(tables, message)?;
         if self
             .not_yet_failed
             .lock()
@@ -65,11 +61,8 @@ impl Handler for AlwaysFail {
     fn subscribes_to(&self, event: &Event) -> bool {
         self.0.subscribes_to(event)
     }
-    fn schema(&self) -> &'static str {
-        self.0.schema()
-    }
-    fn apply(&self, db: &Connection, message: &Message) -> Result<(), HandlerError> {
-        self.0.apply(db, message)?;
+    fn apply(&self, tables: &mut dyn Tables, message: &Message) -> Result<(), HandlerError> {
+        self.0.apply(tables, message)?;
         Err(format!(
             "injected failure after the business update of {}",
             message.id

@@ -1,36 +1,49 @@
-//! The conformance harness: delivery schedules and the oracle that judges
-//! them.
+//! The conformance harness: delivery schedules, and the judge that says
+//! whether a consumer came through them "effectively once".
 //!
-//! The oracle is the definition of "effectively once": after any schedule
-//! (duplicates, parallel workers, failures then redelivery, restarts), a
-//! consumer's state must equal the state reached by applying each distinct
-//! message exactly once to a fresh database, and the inbox must hold one
-//! row per distinct message. A scenario returns `Err(Violation)` saying
-//! what differed; the tests assert on that, and the teeth tests assert that
-//! known-broken implementations produce one.
+//! A consumer is judged on three counts after every schedule (duplicates,
+//! parallel workers, failures then redelivery, a restart...):
 //!
-//! To test a new handler, implement [`Subject`] for it (seed, messages,
-//! state: a few lines, see `subjects.rs`) and call the scenarios the way
-//! `tests/conformance/` does.
+//! * its state equals the subject's **model**: the state it *should* have,
+//!   written by hand as a pure function of the distinct messages, so a
+//!   handler that does nothing or the wrong thing fails;
+//! * its state equals the **once-only oracle**: each distinct message
+//!   applied once, straight through the handler, to a fresh database;
+//! * the inbox holds one row per distinct message, and the outcomes add up.
+//!
+//! To test a handler, implement [`Subject`] for it (see `subjects.rs`) and
+//! add it to `subjects::all()`: every required scenario then runs for it.
+//! Each scenario has a `play_` form that runs the schedule and reports what
+//! it left behind, and a judged form that returns the same [`Play`] once it
+//! passed, or the [`Violation`] that says what went wrong.
 
+mod env;
 mod faults;
-mod oracle;
+mod judge;
 mod scenarios;
 
+pub use env::{Prng, env_number, now_millis, stress_messages, stress_workers};
 pub use faults::{AlwaysFail, FailFirstAttempt};
-pub use oracle::{Observed, Play, Violation, once_only_state};
-pub use scenarios::*;
+pub use judge::{Expected, Observed, Play, Violation};
+pub use scenarios::{
+    AFTER_FAILURE, AFTER_PURGE, COMMIT_FAILED, FIRST_PROCESS, PARALLEL_ROUNDS, Purger, RealPurge,
+    Scenario, THROUGH_THE_INBOX, both_consumers, business_key, deliver_all, exact_ids,
+    failed_commit, parallel, play_both_consumers, play_business_key, play_exact_ids,
+    play_failed_commit, play_parallel, play_purge_edge, play_redeliver_after_failure, play_restart,
+    play_run_twice, purge_edge, redeliver_after_failure, required_scenarios, restart, run_twice,
+    serve_second_process, tricky_ids,
+};
 
 use std::fmt::Debug;
-use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use rusqlite::Connection;
-
-use {{crate_name}}::database::{Database, Settings};
 use {{crate_name}}::handler::Handler;
-use {{crate_name}}::inbox::{Delivery, Inbox, Outcome, StorageError};
+use {{crate_name}}::handlers::Tables;
+use {{crate_name}}::inbox::{Delivery, Inbox, Outcome, Policy, StorageError};
 use {{crate_name}}::message::Message;
+use {{crate_name}}::store::Store;
+
+use crate::support::database::Fixture;
 
 /// A handler under test, with what the harness needs to judge it.
 pub trait Subject: Sync {
@@ -39,23 +52,47 @@ pub trait Subject: Sync {
 
     fn handler(&self) -> Arc<dyn Handler>;
     /// Business state every scenario starts from (e.g. an account with 1,000).
-    fn seed(&self, db: &Connection);
+    fn seed(&self, tables: &mut dyn Tables) -> Result<(), StorageError>;
     /// `count` distinct messages the handler subscribes to.
     fn messages(&self, count: usize) -> Vec<Message>;
     /// Reads the handler's state.
-    fn state(&self, db: &Connection) -> Self::State;
+    fn state(&self, tables: &mut dyn Tables) -> Result<Self::State, StorageError>;
+    /// The model: the state after each of `applied` (distinct messages)
+    /// was applied exactly once, computed by hand, without a database.
+    fn expected(&self, applied: &[Message]) -> Self::State;
+    /// `message` sent again under the same id with different content (a
+    /// sender's retry with a fresh timestamp, a corrected payload). It is
+    /// still the same message: the handler's own tables must refuse it if
+    /// it ever gets past the inbox.
+    fn resend(&self, message: &Message) -> Message;
+}
+
+/// The part of a [`Subject`] that set-up needs, without its state type, so
+/// that subjects of different types can share one fixture.
+pub trait Seed {
+    fn seed_handler(&self) -> Arc<dyn Handler>;
+    fn seed_tables(&self, tables: &mut dyn Tables) -> Result<(), StorageError>;
+}
+
+impl<S: Subject> Seed for S {
+    fn seed_handler(&self) -> Arc<dyn Handler> {
+        self.handler()
+    }
+    fn seed_tables(&self, tables: &mut dyn Tables) -> Result<(), StorageError> {
+        self.seed(tables)
+    }
 }
 
 /// An inbox implementation under test: the real one, or a broken one.
 pub trait InboxUnderTest: Sync {
+    /// A name unique among all inboxes under test (the restart scenario
+    /// finds the inbox again by it in its second process).
     fn name(&self) -> String;
-    /// Creates the database with its schema (the inbox's and the
-    /// handlers'); the real schema unless an implementation needs its own.
-    fn create(&self, path: &Path, handlers: &[Arc<dyn Handler>]) {
-        Database::open(path, Settings::default(), handlers).expect("create database");
-    }
+    /// Changes a fresh database before use, for implementations that need
+    /// a schema of their own. The real schema is already in place.
+    fn prepare(&self, _fixture: &Fixture) {}
     /// A new connection for one worker.
-    fn open(&self, path: &Path) -> Box<dyn Inbox>;
+    fn open(&self, fixture: &Fixture) -> Box<dyn Inbox>;
 }
 
 /// The inbox this crate ships, delivering `batch_size` messages per
@@ -76,29 +113,22 @@ impl RealInbox {
     };
     /// Both ways of running the real inbox; the required tests use each.
     pub const ALL: [Self; 2] = [Self::ONE_PER_TRANSACTION, Self::BATCHED];
-
-    fn settings(&self) -> Settings {
-        Settings {
-            max_attempts: self.max_attempts,
-            ..Settings::default()
-        }
-    }
 }
 
 impl InboxUnderTest for RealInbox {
     fn name(&self) -> String {
-        format!("real inbox, batches of {}", self.batch_size)
+        format!(
+            "real inbox, batches of {}, {} attempts",
+            self.batch_size, self.max_attempts
+        )
     }
 
-    fn create(&self, path: &Path, handlers: &[Arc<dyn Handler>]) {
-        Database::open(path, self.settings(), handlers).expect("create database");
-    }
-
-    fn open(&self, path: &Path) -> Box<dyn Inbox> {
+    fn open(&self, fixture: &Fixture) -> Box<dyn Inbox> {
+        let policy = Policy {
+            max_attempts: self.max_attempts,
+        };
         Box::new(Batching {
-            inner: Database::new(path, self.settings())
-                .inbox()
-                .expect("open inbox"),
+            inner: fixture.database().inbox(policy).expect("open inbox"),
             batch_size: self.batch_size,
         })
     }
@@ -120,76 +150,54 @@ impl<I: Inbox> Inbox for Batching<I> {
     }
 }
 
-/// A fresh database in its own temporary folder, seeded for its subjects.
-pub struct Fixture {
-    _dir: tempfile::TempDir,
-    pub path: PathBuf,
-}
-
-impl Fixture {
-    pub fn new(inbox: &dyn InboxUnderTest, subjects: &[&dyn Seed]) -> Self {
-        let dir = tempfile::tempdir_in(scratch_folder()).expect("temporary folder");
-        let path = dir.path().join("consumer.db");
-        let handlers: Vec<_> = subjects.iter().map(|s| s.seed_handler()).collect();
-        inbox.create(&path, &handlers);
-        let db = Connection::open(&path).expect("open for seeding");
-        for subject in subjects {
-            subject.seed_state(&db);
-        }
-        Self { _dir: dir, path }
-    }
-
-    pub fn connection(&self) -> Connection {
-        Connection::open(&self.path).expect("open for reading")
-    }
+/// A fresh database with every table, prepared for `inbox`, seeded for
+/// `subjects`.
+pub fn fixture_for(inbox: &dyn InboxUnderTest, subjects: &[&dyn Seed]) -> Fixture {
+    let fixture = Fixture::new();
+    inbox.prepare(&fixture);
+    fixture
+        .database()
+        .with_tables(|tables| {
+            subjects
+                .iter()
+                .try_for_each(|subject| subject.seed_tables(tables))
+        })
+        .expect("seed the fixture");
+    fixture
 }
 
 /// Inbox rows recorded for `consumer`.
-pub fn inbox_rows(db: &Connection, consumer: &str) -> usize {
-    let rows: i64 = db
-        .query_row(
-            "SELECT count(*) FROM inbox WHERE consumer = ?1",
-            [consumer],
-            |row| row.get(0),
-        )
-        .expect("count inbox rows");
-    usize::try_from(rows).expect("a count is never negative")
+pub fn inbox_rows(fixture: &Fixture, consumer: &str) -> usize {
+    let rows = fixture.database().inbox_rows().expect("count inbox rows");
+    rows.iter()
+        .find(|(name, _)| name == consumer)
+        .map_or(0, |(_, count)| {
+            usize::try_from(*count).expect("a row count fits")
+        })
 }
 
-/// Where fixtures live: `INBOX_TEST_TMPDIR` if set, else `/dev/shm` when
-/// the machine has it, else the system's temporary folder.
-///
-/// A fixture is thrown away after one scenario, so it has no reason to wait
-/// for a disk: on a RAM-backed folder, creating and closing a database costs
-/// no fsync, which makes the stress loop several times faster. SQLite's
-/// locking (POSIX locks and the memory-mapped `-shm` file) works the same
-/// there, so the races the tests look for are the same races.
-pub fn scratch_folder() -> PathBuf {
-    if let Some(folder) = std::env::var_os("INBOX_TEST_TMPDIR") {
-        return PathBuf::from(folder);
-    }
-    let shm = Path::new("/dev/shm");
-    let writable = shm.is_dir()
-        && std::fs::metadata(shm).is_ok_and(|metadata| !metadata.permissions().readonly());
-    if writable {
-        shm.to_path_buf()
-    } else {
-        std::env::temp_dir()
-    }
+/// The subject's state in `fixture`.
+pub fn state_of<S: Subject>(fixture: &Fixture, subject: &S) -> S::State {
+    fixture
+        .database()
+        .with_tables(|tables| subject.state(tables))
+        .expect("read the subject's state")
 }
 
-/// The part of a [`Subject`] that set-up needs, without its state type, so
-/// that subjects of different types can share one fixture.
-pub trait Seed {
-    fn seed_handler(&self) -> Arc<dyn Handler>;
-    fn seed_state(&self, db: &Connection);
+/// A [`Subject`] without its state type, so that subjects of different
+/// types can sit in one list (`subjects::all()`).
+pub trait AnySubject: Sync {
+    /// The consumer the subject tests.
+    fn consumer(&self) -> &'static str;
+    /// Runs every required scenario for it; returns what was violated.
+    fn required_scenarios(&self) -> Vec<Violation>;
 }
 
-impl<S: Subject> Seed for S {
-    fn seed_handler(&self) -> Arc<dyn Handler> {
-        self.handler()
+impl<S: Subject> AnySubject for S {
+    fn consumer(&self) -> &'static str {
+        self.handler().consumer()
     }
-    fn seed_state(&self, db: &Connection) {
-        self.seed(db)
+    fn required_scenarios(&self) -> Vec<Violation> {
+        required_scenarios(self)
     }
 }

@@ -1,5 +1,5 @@
-//! Poison messages: a message whose handler keeps failing must not be
-//! retried forever, and must not disappear either.
+//! Poison messages on SQLite: a message whose handler keeps failing must
+//! not be retried forever, and must not disappear either.
 //!
 //! Each failure is counted in `attempts`, written after the failed
 //! delivery's savepoint was rolled back, so the count survives the rollback
@@ -10,7 +10,7 @@
 
 use rusqlite::{Connection, OptionalExtension, params};
 
-use super::{Delivery, Outcome, StorageError};
+use crate::inbox::{DeadLetter, Delivery, Outcome, Policy, StorageError};
 
 /// Counts a failed attempt and decides what it means: a plain failure
 /// (the broker should redeliver) or, at `max_attempts`, a dead letter.
@@ -19,7 +19,7 @@ pub(super) fn record_failure(
     delivery: &Delivery<'_>,
     error: &str,
     now: i64,
-    max_attempts: u32,
+    policy: Policy,
 ) -> Result<Outcome, StorageError> {
     let consumer = delivery.handler.consumer();
     let id = delivery.message.id.as_str();
@@ -33,7 +33,7 @@ pub(super) fn record_failure(
              RETURNING failures",
         )?
         .query_row(params![consumer, id, error, now], |row| row.get(0))?;
-    if failures < max_attempts {
+    if failures < policy.max_attempts {
         tracing::warn!(consumer, message_id = id, failures, %error, "delivery failed; it will apply on redelivery");
         return Ok(Outcome::Failed(error.to_owned()));
     }
@@ -56,21 +56,8 @@ pub(super) fn record_failure(
     Ok(Outcome::DeadLettered(error.to_owned()))
 }
 
-/// A message parked after too many failures.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct DeadLetter {
-    pub consumer: String,
-    pub message_id: String,
-    pub event_type: String,
-    pub payload: String,
-    pub error: String,
-    pub attempts: u32,
-    /// Milliseconds since the Unix epoch.
-    pub dead_at: i64,
-}
-
 /// Every dead letter, oldest first.
-pub fn dead_letters(db: &Connection) -> rusqlite::Result<Vec<DeadLetter>> {
+pub(super) fn dead_letters(db: &Connection) -> Result<Vec<DeadLetter>, StorageError> {
     let mut statement = db.prepare(
         "SELECT consumer, message_id, event_type, payload, error, attempts, dead_at
          FROM dead_letters ORDER BY dead_at, consumer, message_id",
@@ -86,18 +73,23 @@ pub fn dead_letters(db: &Connection) -> rusqlite::Result<Vec<DeadLetter>> {
             dead_at: row.get(6)?,
         })
     })?;
-    rows.collect()
+    Ok(rows.collect::<Result<_, _>>()?)
 }
 
 /// Failures counted so far for one delivery (0 if none).
-pub fn failures(db: &Connection, consumer: &str, message_id: &str) -> rusqlite::Result<u32> {
-    db.query_row(
-        "SELECT failures FROM attempts WHERE consumer = ?1 AND message_id = ?2",
-        params![consumer, message_id],
-        |row| row.get(0),
-    )
-    .optional()
-    .map(Option::unwrap_or_default)
+pub(super) fn failures(
+    db: &Connection,
+    consumer: &str,
+    message_id: &str,
+) -> Result<u32, StorageError> {
+    Ok(db
+        .query_row(
+            "SELECT failures FROM attempts WHERE consumer = ?1 AND message_id = ?2",
+            params![consumer, message_id],
+            |row| row.get(0),
+        )
+        .optional()?
+        .unwrap_or_default())
 }
 
 /// Removes a dead letter's traces so that it can be delivered afresh: its

@@ -1,8 +1,10 @@
+-- Every table of this consumer, created if missing when the database opens.
+-- Timestamps are milliseconds since the Unix epoch (UTC).
+
 -- The inbox: one row per (consumer, message) that was applied, or
 -- dead-lettered (so that its redeliveries are duplicates too).
 -- The primary key IS the duplicate check: inserting an existing pair fails
 -- with SQLITE_CONSTRAINT_PRIMARYKEY inside the delivery's transaction.
--- received_at is milliseconds since the Unix epoch (UTC).
 CREATE TABLE IF NOT EXISTS inbox (
     consumer    TEXT    NOT NULL,
     message_id  TEXT    NOT NULL,
@@ -35,3 +37,27 @@ CREATE TABLE IF NOT EXISTS dead_letters (
     dead_at    INTEGER NOT NULL,
     PRIMARY KEY (consumer, message_id)
 ) WITHOUT ROWID;
+
+-- `debit`: balances, and every applied debit under its payment id. The
+-- payment id is the ledger's own key (one payment, one debit): a second
+-- line of defence behind the inbox.
+CREATE TABLE IF NOT EXISTS accounts (
+    id      INTEGER PRIMARY KEY,
+    balance INTEGER NOT NULL CHECK (typeof(balance) = 'integer')
+);
+CREATE TABLE IF NOT EXISTS debits (
+    payment_id TEXT    PRIMARY KEY,
+    account    INTEGER NOT NULL,
+    amount     INTEGER NOT NULL
+) WITHOUT ROWID;
+
+-- `notify`: the notifications outbox, one row per event and channel. The
+-- key must include the channel (one event, one email AND one push) and
+-- nothing more (a repeat of the event is the same notification).
+CREATE TABLE IF NOT EXISTS notifications (
+    event_id TEXT    NOT NULL,
+    channel  TEXT    NOT NULL,
+    account  INTEGER NOT NULL,
+    body     TEXT    NOT NULL,
+    UNIQUE (event_id, channel)
+);

@@ -1,27 +1,43 @@
-//! Opening the SQLite database file: schema, pragmas and lock waiting.
+//! The database: one SQLite file, in WAL mode.
 //!
 //! [`Database`] is cheap to share; each worker opens its own connection
-//! with [`Database::inbox`]. All connections see one file, so SQLite's
-//! single-writer lock is what workers contend for.
+//! with [`Store::inbox`]. All connections see one file, so SQLite's
+//! single-writer lock is what workers contend for; every transaction that
+//! writes begins with `BEGIN IMMEDIATE` (see `inbox.rs`).
+//!
+//! This module is the only place that knows the database is SQLite: the
+//! rest of the crate goes through [`Store`], [`crate::handlers::Tables`]
+//! and [`crate::inbox::Inbox`].
+
+mod errors;
+mod inbox;
+mod options;
+mod poison;
+mod retention;
+mod tables;
+
+pub use inbox::SqliteInbox;
+pub use options::DatabaseOptions;
+pub use tables::SqliteTables;
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use rusqlite::Connection;
+use rusqlite::{Connection, TransactionBehavior};
 
-use crate::handler::Handler;
-use crate::inbox::SqliteInbox;
+use crate::handlers::Tables;
+use crate::inbox::{Policy, StorageError};
+use crate::store::{Purged, Store};
 
-const INBOX_SCHEMA: &str = include_str!("inbox/schema.sql");
+/// Every table: the inbox's and the handlers'.
+const SCHEMA: &str = include_str!("schema.sql");
 
 /// How hard SQLite pushes each commit to disk. The trade-off is explained
 /// in the README ("Durability").
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum Durability {
     /// `synchronous=NORMAL`: fast; survives a crash of this process, but a
     /// power loss can undo the last commits.
-    #[default]
     Normal,
     /// `synchronous=FULL`: every commit is on disk before it counts.
     Full,
@@ -49,23 +65,21 @@ pub struct Settings {
     /// transaction; in exchange no other connection, in this process or
     /// another, can use the database meanwhile. Only for a single worker.
     pub exclusive: bool,
-    /// Failed attempts after which a message is dead-lettered.
-    pub max_attempts: u32,
 }
 
 impl Default for Settings {
+    /// The settings this project was generated with (`src/defaults.rs`).
     fn default() -> Self {
         Self {
-            durability: Durability::Normal,
+            durability: crate::defaults::DURABILITY,
             lock_wait: Duration::from_secs(10),
             exclusive: false,
-            max_attempts: 5,
         }
     }
 }
 
 /// A database file with the inbox and every handler's tables.
-#[derive(Clone)]
+#[derive(Clone, Debug)]
 pub struct Database {
     path: PathBuf,
     settings: Settings,
@@ -73,13 +87,9 @@ pub struct Database {
 
 impl Database {
     /// Opens (creating if needed) the database and its schema.
-    pub fn open(
-        path: impl AsRef<Path>,
-        settings: Settings,
-        handlers: &[Arc<dyn Handler>],
-    ) -> rusqlite::Result<Self> {
+    pub fn open(path: impl AsRef<Path>, settings: Settings) -> Result<Self, StorageError> {
         let database = Self::new(path, settings);
-        database.create_schema(handlers)?;
+        database.create_schema()?;
         Ok(database)
     }
 
@@ -92,36 +102,65 @@ impl Database {
         }
     }
 
-    /// Switches the file to WAL and creates the inbox's and the handlers'
-    /// tables if they are missing.
-    pub fn create_schema(&self, handlers: &[Arc<dyn Handler>]) -> rusqlite::Result<()> {
+    /// Switches the file to WAL and creates the tables that are missing.
+    pub fn create_schema(&self) -> Result<(), StorageError> {
         let mut db = self.connect()?;
         db.pragma_update(None, "journal_mode", "WAL")?;
-        let tx = db.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
-        tx.execute_batch(INBOX_SCHEMA)?;
-        for handler in handlers {
-            tx.execute_batch(handler.schema())?;
-        }
-        tx.commit()
-    }
-
-    /// A new connection for one worker.
-    pub fn inbox(&self) -> rusqlite::Result<SqliteInbox> {
-        Ok(SqliteInbox::new(
-            self.connect()?,
-            self.settings.max_attempts,
-        ))
+        let tx = db.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        tx.execute_batch(SCHEMA)?;
+        Ok(tx.commit()?)
     }
 
     /// A new plain connection, configured like the workers' ones.
-    pub fn connect(&self) -> rusqlite::Result<Connection> {
+    pub fn connect(&self) -> Result<Connection, StorageError> {
         let mut db = Connection::open(&self.path)?;
         db.pragma_update(None, "synchronous", self.settings.durability.pragma())?;
+        // SQLite enforces foreign keys only when asked. Handlers' tables may
+        // declare them, and the tests use a deferred one to make a COMMIT fail.
+        db.pragma_update(None, "foreign_keys", "ON")?;
         wait_for_locks(&mut db, self.settings.lock_wait)?;
         if self.settings.exclusive {
             db.pragma_update(None, "locking_mode", "EXCLUSIVE")?;
         }
         Ok(db)
+    }
+}
+
+impl Store for Database {
+    type Inbox = SqliteInbox;
+
+    fn inbox(&self, policy: Policy) -> Result<SqliteInbox, StorageError> {
+        Ok(SqliteInbox::new(self.connect()?, policy))
+    }
+
+    fn with_tables<T>(
+        &self,
+        work: impl FnOnce(&mut dyn Tables) -> Result<T, StorageError>,
+    ) -> Result<T, StorageError> {
+        let mut db = self.connect()?;
+        let tx = db.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let result = work(&mut SqliteTables::new(&tx))?;
+        tx.commit()?;
+        Ok(result)
+    }
+
+    fn inbox_rows(&self) -> Result<Vec<(String, u64)>, StorageError> {
+        let db = self.connect()?;
+        let mut per_consumer =
+            db.prepare("SELECT consumer, count(*) FROM inbox GROUP BY consumer ORDER BY consumer")?;
+        let rows = per_consumer.query_map([], |row| {
+            Ok((row.get(0)?, row.get::<_, i64>(1)?.unsigned_abs()))
+        })?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    fn purge(
+        &self,
+        older_than: Duration,
+        batch_rows: u32,
+        progress: &mut dyn FnMut(u64),
+    ) -> Result<Purged, StorageError> {
+        retention::purge(&mut self.connect()?, older_than, batch_rows, progress)
     }
 }
 

@@ -1,0 +1,160 @@
+//! The inbox on SQLite.
+//!
+//! Every batch is one `BEGIN IMMEDIATE` transaction. IMMEDIATE takes the
+//! write lock up front, so a transaction never holds a read snapshot that
+//! SQLite would later refuse to upgrade. Each delivery inside the batch
+//! runs under its own SAVEPOINT, so a failing handler rolls back only its
+//! own delivery (its inbox row included) and the rest of the batch commits;
+//! the failure is then counted outside that savepoint (see `poison.rs`).
+
+use std::time::SystemTime;
+
+use rusqlite::{CachedStatement, Connection, TransactionBehavior};
+
+use super::errors::is_duplicate_key;
+use super::poison;
+use super::tables::SqliteTables;
+use crate::handler::Handler;
+use crate::inbox::{
+    DeadLetter, DeadLetters, Delivery, Inbox, Outcome, Policy, StorageError, run_handler,
+    unix_millis,
+};
+use crate::message::Message;
+
+/// One connection's inbox. Open it with [`crate::store::Store::inbox`].
+pub struct SqliteInbox {
+    db: Connection,
+    policy: Policy,
+}
+
+impl SqliteInbox {
+    pub(super) fn new(db: Connection, policy: Policy) -> Self {
+        Self { db, policy }
+    }
+
+    /// The connection itself: SQLite's settings are per connection, and
+    /// the fault tests change this one's.
+    pub fn connection(&self) -> &Connection {
+        &self.db
+    }
+}
+
+impl Inbox for SqliteInbox {
+    fn deliver_batch(&mut self, batch: &[Delivery<'_>]) -> Result<Vec<Outcome>, StorageError> {
+        let received_at = unix_millis(SystemTime::now());
+        let tx = self
+            .db
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let outcomes = {
+            let mut statements = Statements::prepare(&tx)?;
+            batch
+                .iter()
+                .map(|delivery| {
+                    deliver_one(&tx, &mut statements, delivery, received_at, self.policy)
+                })
+                .collect::<Result<Vec<_>, _>>()?
+        };
+        tx.commit()?;
+        Ok(outcomes)
+    }
+}
+
+impl DeadLetters for SqliteInbox {
+    fn dead_letters(&mut self) -> Result<Vec<DeadLetter>, StorageError> {
+        poison::dead_letters(&self.db)
+    }
+
+    fn failures(&mut self, consumer: &str, message_id: &str) -> Result<u32, StorageError> {
+        poison::failures(&self.db, consumer, message_id)
+    }
+
+    fn redrive(
+        &mut self,
+        handler: &dyn Handler,
+        message: &Message,
+    ) -> Result<Outcome, StorageError> {
+        let now = unix_millis(SystemTime::now());
+        let tx = self
+            .db
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let (consumer, id) = (handler.consumer(), message.id.as_str());
+        poison::forget(&tx, consumer, id)?;
+        let outcome = {
+            let mut statements = Statements::prepare(&tx)?;
+            let delivery = Delivery { handler, message };
+            let never_dead_letter = Policy {
+                max_attempts: u32::MAX,
+            };
+            deliver_one(&tx, &mut statements, &delivery, now, never_dead_letter)?
+        };
+        if outcome == Outcome::Applied {
+            poison::bury(&tx, consumer, id)?;
+            tx.commit()?;
+        }
+        Ok(outcome)
+    }
+}
+
+/// The inbox's own statements, looked up in the connection's statement
+/// cache once per batch rather than once per delivery.
+struct Statements<'db> {
+    savepoint: CachedStatement<'db>,
+    release: CachedStatement<'db>,
+    rollback_to: CachedStatement<'db>,
+    record: CachedStatement<'db>,
+}
+
+impl<'db> Statements<'db> {
+    fn prepare(db: &'db Connection) -> rusqlite::Result<Self> {
+        Ok(Self {
+            savepoint: db.prepare_cached("SAVEPOINT delivery")?,
+            release: db.prepare_cached("RELEASE delivery")?,
+            rollback_to: db.prepare_cached("ROLLBACK TO delivery")?,
+            record: db.prepare_cached(
+                "INSERT INTO inbox (consumer, message_id, received_at) VALUES (?1, ?2, ?3)",
+            )?,
+        })
+    }
+}
+
+fn deliver_one(
+    db: &Connection,
+    statements: &mut Statements<'_>,
+    delivery: &Delivery<'_>,
+    received_at: i64,
+    policy: Policy,
+) -> Result<Outcome, StorageError> {
+    let consumer = delivery.handler.consumer();
+    let id = delivery.message.id.as_str();
+    statements.savepoint.execute([])?;
+    if !record(&mut statements.record, consumer, id, received_at)? {
+        statements.release.execute([])?;
+        tracing::debug!(consumer, message_id = id, "duplicate delivery skipped");
+        return Ok(Outcome::Duplicate);
+    }
+    match run_handler(delivery, &mut SqliteTables::new(db))? {
+        Ok(()) => {
+            statements.release.execute([])?;
+            Ok(Outcome::Applied)
+        }
+        Err(reason) => {
+            statements.rollback_to.execute([])?;
+            statements.release.execute([])?;
+            poison::record_failure(db, delivery, &reason, received_at, policy)
+        }
+    }
+}
+
+/// Inserts the inbox row. `Ok(false)` means the row exists: a duplicate.
+fn record(
+    insert: &mut CachedStatement<'_>,
+    consumer: &str,
+    id: &str,
+    received_at: i64,
+) -> Result<bool, StorageError> {
+    match insert.execute((consumer, id, received_at)) {
+        Ok(_) => Ok(true),
+        Err(error) if is_duplicate_key(&error) => Ok(false),
+        Err(error) => Err(error.into()),
+    }
+}

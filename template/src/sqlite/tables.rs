@@ -1,0 +1,101 @@
+//! The handlers' tables on SQLite: the SQL behind [`Ledger`] and [`Outbox`].
+//!
+//! Statements go through the connection's statement cache, so a batch of
+//! deliveries prepares each one once.
+
+use rusqlite::{Connection, params};
+
+use crate::handlers::{Debited, Ledger, Notification, Outbox};
+use crate::inbox::StorageError;
+
+/// The handlers' tables, seen through one connection (usually inside the
+/// delivery's transaction).
+pub struct SqliteTables<'db> {
+    db: &'db Connection,
+}
+
+impl<'db> SqliteTables<'db> {
+    pub fn new(db: &'db Connection) -> Self {
+        Self { db }
+    }
+}
+
+impl Ledger for SqliteTables<'_> {
+    fn debit(&mut self, debit: &Debited) -> Result<bool, StorageError> {
+        let changed = self
+            .db
+            .prepare_cached("UPDATE accounts SET balance = balance - ?1 WHERE id = ?2")?
+            .execute(params![debit.amount, debit.account])?;
+        if changed == 0 {
+            return Ok(false);
+        }
+        self.db
+            .prepare_cached("INSERT INTO debits (payment_id, account, amount) VALUES (?1, ?2, ?3)")?
+            .execute(params![debit.payment_id, debit.account, debit.amount])?;
+        Ok(true)
+    }
+
+    fn open_account(&mut self, account: i64, balance: i64) -> Result<(), StorageError> {
+        self.db.execute(
+            "INSERT INTO accounts (id, balance) VALUES (?1, ?2)
+             ON CONFLICT (id) DO UPDATE SET balance = excluded.balance",
+            params![account, balance],
+        )?;
+        Ok(())
+    }
+
+    fn balances(&mut self) -> Result<Vec<(i64, i64)>, StorageError> {
+        let mut statement = self
+            .db
+            .prepare("SELECT id, balance FROM accounts ORDER BY id")?;
+        let rows = statement.query_map([], |row| Ok((row.get(0)?, row.get(1)?)))?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    fn debits(&mut self) -> Result<Vec<Debited>, StorageError> {
+        let mut statement = self
+            .db
+            .prepare("SELECT payment_id, account, amount FROM debits ORDER BY payment_id")?;
+        let rows = statement.query_map([], |row| {
+            Ok(Debited {
+                payment_id: row.get(0)?,
+                account: row.get(1)?,
+                amount: row.get(2)?,
+            })
+        })?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+}
+
+impl Outbox for SqliteTables<'_> {
+    fn queue_notification(&mut self, notification: &Notification) -> Result<(), StorageError> {
+        self.db
+            .prepare_cached(
+                "INSERT INTO notifications (event_id, channel, account, body)
+                 VALUES (?1, ?2, ?3, ?4)",
+            )?
+            .execute(params![
+                notification.event_id,
+                notification.channel,
+                notification.account,
+                notification.body
+            ])?;
+        Ok(())
+    }
+
+    fn notifications(&mut self) -> Result<Vec<Notification>, StorageError> {
+        let mut statement = self.db.prepare(
+            "SELECT event_id, channel, account, body FROM notifications
+             ORDER BY event_id, channel",
+        )?;
+        let rows = statement.query_map([], |row| {
+            Ok(Notification {
+                event_id: row.get(0)?,
+                channel: row.get(1)?,
+                account: row.get(2)?,
+                body: row.get(3)?,
+            })
+        })?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+}

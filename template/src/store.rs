@@ -1,0 +1,48 @@
+//! What this consumer needs from a database, in one trait.
+//!
+//! Everything else in the crate (the pipeline, the commands, the tests) talks
+//! to the database through [`Store`], and the database module of this
+//! project (named in `lib.rs`) implements it: connections, the inbox, the
+//! handlers' tables and retention. Swapping databases means writing that
+//! module again, and nothing else.
+
+use std::time::Duration;
+
+use crate::handlers::Tables;
+use crate::inbox::{DeadLetters, Inbox, Policy, StorageError};
+
+/// A database holding the inbox and every handler's tables.
+pub trait Store: Clone + Send + Sync + 'static {
+    /// One connection's inbox.
+    type Inbox: Inbox + DeadLetters + 'static;
+
+    /// Opens a new connection for one worker.
+    fn inbox(&self, policy: Policy) -> Result<Self::Inbox, StorageError>;
+
+    /// Runs `work` on the handlers' tables in a transaction of its own,
+    /// committed if `work` succeeds (to read state, or to set it up).
+    fn with_tables<T>(
+        &self,
+        work: impl FnOnce(&mut dyn Tables) -> Result<T, StorageError>,
+    ) -> Result<T, StorageError>;
+
+    /// Inbox rows per consumer, by consumer name.
+    fn inbox_rows(&self) -> Result<Vec<(String, u64)>, StorageError>;
+
+    /// Deletes inbox rows and attempt counts older than `older_than`, in
+    /// transactions of at most `batch_rows` rows. `progress` gets the running
+    /// total of deleted rows.
+    fn purge(
+        &self,
+        older_than: Duration,
+        batch_rows: u32,
+        progress: &mut dyn FnMut(u64),
+    ) -> Result<Purged, StorageError>;
+}
+
+/// What a purge deleted.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Purged {
+    pub inbox_rows: u64,
+    pub attempt_rows: u64,
+}

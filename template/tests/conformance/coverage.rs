@@ -1,0 +1,33 @@
+//! Coverage: no consumer escapes the required scenarios. Every handler
+//! registered in `handlers::all()` must have a subject in
+//! `support::subjects::all()`, and every subject passes every required
+//! scenario, judged against its own model.
+
+use {{crate_name}}::handlers;
+
+use crate::support::subjects;
+
+#[test]
+fn every_registered_consumer_has_a_subject() {
+    let covered: Vec<&str> = subjects::all().iter().map(|s| s.consumer()).collect();
+    for handler in handlers::all() {
+        assert!(
+            covered.contains(&handler.consumer()),
+            "consumer `{}` is registered in handlers::all() but has no subject in \
+             tests/support/subjects.rs (add one to subjects::all(): see /add-handler)",
+            handler.consumer()
+        );
+    }
+}
+
+#[test]
+fn every_subject_passes_every_required_scenario() {
+    for subject in subjects::all() {
+        let violations = subject.required_scenarios();
+        assert!(
+            violations.is_empty(),
+            "consumer `{}`:\n{violations:#?}",
+            subject.consumer()
+        );
+    }
+}

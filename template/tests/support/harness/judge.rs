@@ -1,0 +1,198 @@
+//! The judge: what "effectively once" means, checked after a scenario.
+
+use std::collections::HashSet;
+
+use {{crate_name}}::message::Message;
+use {{crate_name}}::pipeline::Summary;
+use {{crate_name}}::store::Store;
+
+use super::{Subject, state_of};
+use crate::support::database::Fixture;
+use crate::support::raw::apply_alone;
+
+/// What a scenario left behind for one consumer.
+#[derive(Debug)]
+pub struct Observed<State> {
+    pub outcomes: Summary,
+    pub inbox_rows: usize,
+    pub state: State,
+}
+
+/// A scenario's run: what it delivered and what it left behind.
+#[derive(Debug)]
+pub struct Play<State> {
+    /// Which scenario ran, through which inbox.
+    pub scenario: String,
+    /// The consumer it ran for.
+    pub consumer: String,
+    /// The distinct messages the scenario delivered (each possibly many
+    /// times).
+    pub messages: Vec<Message>,
+    /// How many deliveries were made in all.
+    pub deliveries: u64,
+    /// What was seen at named points before the end, in order.
+    pub steps: Vec<(String, Observed<State>)>,
+    /// What was seen at the end.
+    pub observed: Observed<State>,
+}
+
+impl<State> Play<State> {
+    /// What was seen at the step named `name`.
+    pub fn step(&self, name: &str) -> &Observed<State> {
+        self.steps
+            .iter()
+            .find(|(step, _)| step == name)
+            .map(|(_, observed)| observed)
+            .unwrap_or_else(|| panic!("{} has no step {name:?}", self.scenario))
+    }
+}
+
+/// A broken promise, with enough detail to see why. `Debug` shows the
+/// text as it is, so `.expect(...)` on a judged result reads well.
+pub struct Violation(pub String);
+
+impl std::fmt::Debug for Violation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::fmt::Display for Violation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// The state a subject must end in after some distinct messages were
+/// applied once, by two independent routes.
+#[derive(Debug)]
+pub struct Expected<State> {
+    /// From the subject's model (no database, no handler).
+    pub model: State,
+    /// From applying each message once, straight through the handler, to
+    /// a fresh database (no inbox).
+    pub once_only: State,
+}
+
+impl<State: PartialEq + std::fmt::Debug> Expected<State> {
+    /// Both expectations for `applied` (repeats of an id are ignored).
+    pub fn of<S: Subject<State = State>>(
+        subject: &S,
+        applied: &[Message],
+    ) -> Result<Self, Violation> {
+        let distinct = distinct(applied);
+        let handler = subject.handler();
+        let fresh = super::fixture_for(&NoPreparation, &[subject]);
+        let mut raw = fresh.raw();
+        for message in &distinct {
+            apply_alone(raw.as_mut(), handler.as_ref(), message).map_err(|error| {
+                Violation(format!(
+                    "`{}` fails even when each message is applied once to a fresh database: {error}",
+                    handler.consumer()
+                ))
+            })?;
+        }
+        Ok(Self {
+            model: subject.expected(&distinct),
+            once_only: state_of(&fresh, subject),
+        })
+    }
+
+    /// What is wrong with `state`, if anything.
+    pub fn problems(&self, state: &State) -> Vec<String> {
+        let mut problems = Vec::new();
+        if *state != self.model {
+            problems.push(format!(
+                "state is {state:?}, the model gives {:?}",
+                self.model
+            ));
+        }
+        if *state != self.once_only {
+            problems.push(format!(
+                "state is {state:?}, applying each message once gives {:?}",
+                self.once_only
+            ));
+        }
+        problems
+    }
+}
+
+/// The messages with repeated ids left out, in first-seen order.
+pub fn distinct(messages: &[Message]) -> Vec<Message> {
+    let mut seen = HashSet::new();
+    messages
+        .iter()
+        .filter(|message| seen.insert(message.id.clone()))
+        .cloned()
+        .collect()
+}
+
+/// A fresh database with nothing changed: where the oracle applies.
+struct NoPreparation;
+
+impl super::InboxUnderTest for NoPreparation {
+    fn name(&self) -> String {
+        "no inbox (the oracle)".into()
+    }
+    fn open(&self, _fixture: &Fixture) -> Box<dyn {{crate_name}}::inbox::Inbox> {
+        unreachable!("the oracle applies messages without an inbox")
+    }
+}
+
+impl<State: PartialEq + std::fmt::Debug> Play<State> {
+    /// Judges the run: state equal to the model and to once-only, one inbox
+    /// row per distinct message, no failures, every other delivery a
+    /// duplicate.
+    pub fn judge<S: Subject<State = State>>(self, subject: &S) -> Result<Self, Violation> {
+        let expected = Expected::of(subject, &self.messages)?;
+        self.judge_against(&expected)
+    }
+
+    /// Like [`Play::judge`], against expectations computed once for several
+    /// plays of the same messages.
+    pub fn judge_against(self, expected: &Expected<State>) -> Result<Self, Violation> {
+        let distinct = distinct(&self.messages).len() as u64;
+        let expected_outcomes = Summary {
+            applied: distinct,
+            duplicate: self.deliveries - distinct,
+            ..Summary::default()
+        };
+        let observed = &self.observed;
+        let mut problems = expected.problems(&observed.state);
+        if observed.inbox_rows as u64 != distinct {
+            problems.push(format!(
+                "inbox holds {} rows for {distinct} distinct messages",
+                observed.inbox_rows
+            ));
+        }
+        if observed.outcomes != expected_outcomes {
+            problems.push(format!(
+                "outcomes {}, expected {expected_outcomes}",
+                observed.outcomes
+            ));
+        }
+        if problems.is_empty() {
+            return Ok(self);
+        }
+        Err(self.violation(&problems.join("; ")))
+    }
+
+    /// A violation of this play, saying `what`.
+    pub fn violation(&self, what: &str) -> Violation {
+        Violation(format!("{} [{}]: {what}", self.scenario, self.consumer))
+    }
+}
+
+/// Reads what `fixture` holds for `subject` after `outcomes`.
+pub fn observe<S: Subject>(
+    fixture: &Fixture,
+    subject: &S,
+    outcomes: Summary,
+) -> Observed<S::State> {
+    let consumer = subject.handler().consumer();
+    Observed {
+        outcomes,
+        inbox_rows: super::inbox_rows(fixture, consumer),
+        state: state_of(fixture, subject),
+    }
+}

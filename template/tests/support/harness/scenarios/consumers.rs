@@ -1,0 +1,61 @@
+//! **Both consumers**: the same messages (same ids) go to two consumers,
+//! twice each. Each consumer must apply every message once: the inbox key
+//! is (consumer, message id), not the message id alone.
+
+use {{crate_name}}::pipeline::Summary;
+
+use super::deliver_all;
+use crate::support::harness::judge::observe;
+use crate::support::harness::{InboxUnderTest, Play, Subject, Violation, fixture_for};
+
+/// A play for each of the two consumers.
+pub type BothPlays<A, B> = (Play<<A as Subject>::State>, Play<<B as Subject>::State>);
+
+/// One play per consumer. Both see `first`'s messages.
+pub fn play_both_consumers<A: Subject, B: Subject>(
+    first: &A,
+    second: &B,
+    inbox: &dyn InboxUnderTest,
+    count: usize,
+) -> BothPlays<A, B> {
+    let fixture = fixture_for(inbox, &[first, second]);
+    let messages = first.messages(count);
+    let (handler_a, handler_b) = (first.handler(), second.handler());
+    let mut worker = inbox.open(&fixture);
+    let mut outcomes_a = Summary::default();
+    let mut outcomes_b = Summary::default();
+    for _ in 0..2 {
+        outcomes_a += deliver_all(worker.as_mut(), handler_a.as_ref(), &messages);
+        outcomes_b += deliver_all(worker.as_mut(), handler_b.as_ref(), &messages);
+    }
+    let scenario = format!("both consumers via {}", inbox.name());
+    let deliveries = 2 * count as u64;
+    let play_a = Play {
+        scenario: scenario.clone(),
+        consumer: handler_a.consumer().to_owned(),
+        messages: messages.clone(),
+        deliveries,
+        steps: Vec::new(),
+        observed: observe(&fixture, first, outcomes_a),
+    };
+    let play_b = Play {
+        scenario,
+        consumer: handler_b.consumer().to_owned(),
+        messages,
+        deliveries,
+        steps: Vec::new(),
+        observed: observe(&fixture, second, outcomes_b),
+    };
+    (play_a, play_b)
+}
+
+/// Judged: each consumer's play must pass on its own.
+pub fn both_consumers<A: Subject, B: Subject>(
+    first: &A,
+    second: &B,
+    inbox: &dyn InboxUnderTest,
+    count: usize,
+) -> Result<BothPlays<A, B>, Violation> {
+    let (play_a, play_b) = play_both_consumers(first, second, inbox, count);
+    Ok((play_a.judge(first)?, play_b.judge(second)?))
+}

@@ -1,0 +1,111 @@
+//! The delivery schedules, one file each. Every scenario has a `play_`
+//! form that runs it and returns a [`Play`](super::Play) of what it left
+//! behind, and a judged form of the same name without `play_` that returns
+//! that play once it passed, or the [`Violation`](super::Violation) that
+//! says what went wrong.
+
+mod business_key;
+mod commit;
+mod consumers;
+mod ids;
+mod parallel;
+mod redelivery;
+mod restart;
+mod retention;
+mod twice;
+
+pub use business_key::{THROUGH_THE_INBOX, business_key, play_business_key};
+pub use commit::{COMMIT_FAILED, failed_commit, play_failed_commit};
+pub use consumers::{both_consumers, play_both_consumers};
+pub use ids::{exact_ids, play_exact_ids, tricky_ids};
+pub use parallel::{PARALLEL_ROUNDS, parallel, play_parallel};
+pub use redelivery::{AFTER_FAILURE, play_redeliver_after_failure, redeliver_after_failure};
+pub use restart::{FIRST_PROCESS, play_restart, restart, serve_second_process};
+pub use retention::{AFTER_PURGE, Purger, RealPurge, play_purge_edge, purge_edge};
+pub use twice::{play_run_twice, run_twice};
+
+use {{crate_name}}::handler::Handler;
+use {{crate_name}}::inbox::{Delivery, Inbox};
+use {{crate_name}}::message::Message;
+use {{crate_name}}::pipeline::Summary;
+
+use super::{InboxUnderTest, RealInbox, Subject, Violation, stress_messages, stress_workers};
+
+/// Delivers `messages` in order through one connection, as one batch (the
+/// inbox under test splits it into transactions), and counts outcomes. A
+/// storage error counts every delivery of the batch as failed: nothing of
+/// it may be acknowledged.
+pub fn deliver_all(inbox: &mut dyn Inbox, handler: &dyn Handler, messages: &[Message]) -> Summary {
+    let deliveries: Vec<_> = messages
+        .iter()
+        .map(|message| Delivery { handler, message })
+        .collect();
+    let mut summary = Summary::default();
+    match inbox.deliver_batch(&deliveries) {
+        Ok(outcomes) => outcomes.iter().for_each(|o| summary.count(o)),
+        Err(error) => {
+            eprintln!("storage error: {error}");
+            summary.failed += deliveries.len() as u64;
+        }
+    }
+    summary
+}
+
+/// The scenarios by name, for tests that pick one from a table (the
+/// database-specific traps in `teeth`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Scenario {
+    RunTwice,
+    Parallel,
+    Redelivery,
+    Restart,
+    BothConsumers,
+    BusinessKey,
+    ExactIds,
+    FailedCommit,
+}
+
+impl Scenario {
+    /// Plays this scenario, judged, with `first` as the subject (and
+    /// `second` as the other consumer of the same messages).
+    pub fn check<A: Subject, B: Subject>(
+        self,
+        first: &A,
+        second: &B,
+        inbox: &dyn InboxUnderTest,
+    ) -> Result<(), Violation> {
+        match self {
+            Self::RunTwice => run_twice(first, inbox, 50).map(drop),
+            Self::Parallel => parallel(first, inbox, stress_workers(), stress_messages()).map(drop),
+            Self::Redelivery => redeliver_after_failure(first, inbox, 20, |n| n % 2 == 0).map(drop),
+            Self::Restart => restart(first, inbox, 20).map(drop),
+            Self::BothConsumers => both_consumers(first, second, inbox, 20).map(drop),
+            Self::BusinessKey => business_key(first, inbox, 20).map(drop),
+            Self::ExactIds => exact_ids(first, inbox).map(drop),
+            Self::FailedCommit => failed_commit(first, inbox, 20).map(drop),
+        }
+    }
+}
+
+/// Every required scenario that takes one subject, through both ways of
+/// running the real inbox. Returns what was violated (nothing, for a
+/// correct handler with a correct model).
+pub fn required_scenarios<S: Subject>(subject: &S) -> Vec<Violation> {
+    let mut violations = Vec::new();
+    for inbox in RealInbox::ALL {
+        for scenario in [
+            Scenario::RunTwice,
+            Scenario::Parallel,
+            Scenario::Redelivery,
+            Scenario::Restart,
+            Scenario::BusinessKey,
+            Scenario::ExactIds,
+            Scenario::FailedCommit,
+        ] {
+            if let Err(violation) = scenario.check(subject, subject, &inbox) {
+                violations.push(violation);
+            }
+        }
+    }
+    violations
+}

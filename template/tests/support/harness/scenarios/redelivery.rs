@@ -1,0 +1,91 @@
+//! **Failure then redelivery**: the first attempt at some messages fails
+//! inside the business update, after the handler has done its writes; then
+//! every message is delivered again.
+
+use std::collections::HashSet;
+
+use super::deliver_all;
+use crate::support::harness::judge::observe;
+use crate::support::harness::{
+    Expected, FailFirstAttempt, InboxUnderTest, Play, Subject, Violation, fixture_for,
+};
+
+/// The name of the step observed after the failed attempts.
+pub const AFTER_FAILURE: &str = "after the failures";
+
+/// The first attempt at each message picked by `failing` (by index) fails;
+/// the others apply. Then every message is delivered again. The play's
+/// step [`AFTER_FAILURE`] is what the first round left; its end is after
+/// the redelivery, counted as if the failed attempts had never been made.
+pub fn play_redeliver_after_failure<S: Subject>(
+    subject: &S,
+    inbox: &dyn InboxUnderTest,
+    count: usize,
+    failing: impl Fn(usize) -> bool,
+) -> Play<S::State> {
+    let fixture = fixture_for(inbox, &[subject]);
+    let messages = subject.messages(count);
+    let failing_ids: HashSet<String> = messages
+        .iter()
+        .enumerate()
+        .filter(|(index, _)| failing(*index))
+        .map(|(_, message)| message.id.as_str().to_owned())
+        .collect();
+    let failed = failing_ids.len() as u64;
+    let handler = FailFirstAttempt::new(subject.handler(), failing_ids);
+    let mut worker = inbox.open(&fixture);
+
+    let first = deliver_all(worker.as_mut(), &handler, &messages);
+    let after_failure = observe(&fixture, subject, first);
+    let mut both = first;
+    both += deliver_all(worker.as_mut(), &handler, &messages);
+    both.failed = both.failed.saturating_sub(failed);
+    Play {
+        scenario: format!("failure then redelivery via {}", inbox.name()),
+        consumer: subject.handler().consumer().to_owned(),
+        deliveries: 2 * count as u64 - failed,
+        steps: vec![(AFTER_FAILURE.to_owned(), after_failure)],
+        observed: observe(&fixture, subject, both),
+        messages,
+    }
+}
+
+/// Judged: after the failures, nothing of the failed attempts may remain
+/// (not even their inbox rows) while the other messages applied; after the
+/// redelivery, every message applied once.
+pub fn redeliver_after_failure<S: Subject>(
+    subject: &S,
+    inbox: &dyn InboxUnderTest,
+    count: usize,
+    failing: impl Fn(usize) -> bool,
+) -> Result<Play<S::State>, Violation> {
+    let failing_at: Vec<bool> = (0..count).map(&failing).collect();
+    let play = play_redeliver_after_failure(subject, inbox, count, |n| failing_at[n]);
+    let healthy: Vec<_> = play
+        .messages
+        .iter()
+        .zip(&failing_at)
+        .filter(|(_, fails)| !**fails)
+        .map(|(message, _)| message.clone())
+        .collect();
+    let failed = (count - healthy.len()) as u64;
+    let after_failure = play.step(AFTER_FAILURE);
+    let mut problems = Expected::of(subject, &healthy)?.problems(&after_failure.state);
+    if after_failure.outcomes.failed != failed {
+        problems.push(format!(
+            "{} deliveries failed, {failed} were made to fail",
+            after_failure.outcomes.failed
+        ));
+    }
+    if after_failure.inbox_rows != healthy.len() {
+        problems.push(format!(
+            "{} inbox rows, but only {} messages applied: a failed delivery must leave no row",
+            after_failure.inbox_rows,
+            healthy.len()
+        ));
+    }
+    if !problems.is_empty() {
+        return Err(play.violation(&format!("{AFTER_FAILURE}: {}", problems.join("; "))));
+    }
+    play.judge(subject)
+}

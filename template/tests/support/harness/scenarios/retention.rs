@@ -1,0 +1,114 @@
+//! **Purge at the window's edge**: a purge deletes inbox rows older than
+//! its window and keeps every younger one, so that a late redelivery inside
+//! the window is still a duplicate.
+
+use std::time::Duration;
+
+use {{crate_name}}::database::Database;
+use {{crate_name}}::message::Message;
+use {{crate_name}}::store::{Purged, Store};
+
+use super::deliver_all;
+use crate::support::harness::judge::observe;
+use crate::support::harness::{
+    Expected, InboxUnderTest, Play, RealInbox, Subject, Violation, fixture_for, now_millis,
+};
+
+/// A purge implementation under test.
+pub trait Purger {
+    fn name(&self) -> String;
+    /// Deletes what is older than `older_than`.
+    fn purge(&self, database: &Database, older_than: Duration) -> Purged;
+}
+
+/// The purge this crate ships.
+pub struct RealPurge;
+
+impl Purger for RealPurge {
+    fn name(&self) -> String {
+        "real purge".into()
+    }
+    fn purge(&self, database: &Database, older_than: Duration) -> Purged {
+        database.purge(older_than, 7, &mut |_| {}).expect("purge")
+    }
+}
+
+/// The window the scenario purges with.
+pub const WINDOW: Duration = Duration::from_secs(30 * 86_400);
+/// How far inside or outside the window the rows are.
+const MARGIN: Duration = Duration::from_secs(60);
+
+/// The step observed right after the purge.
+pub const AFTER_PURGE: &str = "after the purge";
+
+/// Records the subject's first `count` messages as received a minute
+/// inside the window and the next `count` a minute outside it, purges,
+/// then redelivers the ones inside: they must all be duplicates. The play
+/// covers the messages inside the window; its step [`AFTER_PURGE`] counts
+/// the rows left.
+pub fn play_purge_edge<S: Subject>(
+    subject: &S,
+    purger: &dyn Purger,
+    count: usize,
+) -> Play<S::State> {
+    let inbox = RealInbox::BATCHED;
+    let fixture = fixture_for(&inbox, &[subject]);
+    let handler = subject.handler();
+    let consumer = handler.consumer();
+    let messages = subject.messages(2 * count);
+    let (inside, outside): (Vec<Message>, Vec<Message>) = {
+        let (a, b) = messages.split_at(count);
+        (a.to_vec(), b.to_vec())
+    };
+    let window = WINDOW.as_millis() as i64;
+    let margin = MARGIN.as_millis() as i64;
+    let mut raw = fixture.raw();
+    for (group, age) in [(&inside, window - margin), (&outside, window + margin)] {
+        for message in group {
+            raw.record(consumer, message.id.as_str(), now_millis() - age)
+                .expect("record an old row");
+        }
+    }
+    purger.purge(&fixture.database(), WINDOW);
+    let after_purge = observe(&fixture, subject, Default::default());
+    let outcomes = {
+        let mut worker = inbox.open(&fixture);
+        deliver_all(worker.as_mut(), handler.as_ref(), &inside)
+    };
+    Play {
+        scenario: format!("purge at the window's edge with the {}", purger.name()),
+        consumer: consumer.to_owned(),
+        deliveries: count as u64,
+        steps: vec![(AFTER_PURGE.to_owned(), after_purge)],
+        observed: observe(&fixture, subject, outcomes),
+        messages: inside,
+    }
+}
+
+/// Judged: exactly the rows inside the window survive the purge, and
+/// their redeliveries are duplicates that change nothing.
+pub fn purge_edge<S: Subject>(
+    subject: &S,
+    purger: &dyn Purger,
+    count: usize,
+) -> Result<Play<S::State>, Violation> {
+    let play = play_purge_edge(subject, purger, count);
+    let left = play.step(AFTER_PURGE).inbox_rows;
+    if left != count {
+        return Err(play.violation(&format!(
+            "{AFTER_PURGE}: {left} rows left; the {count} rows a minute inside the window must stay and the {count} a minute outside it must go"
+        )));
+    }
+    let seeded = Expected::of(subject, &[])?;
+    let mut problems = seeded.problems(&play.observed.state);
+    if play.observed.outcomes.duplicate != count as u64 {
+        problems.push(format!(
+            "redeliveries inside the window gave {}, all {count} must be duplicates",
+            play.observed.outcomes
+        ));
+    }
+    if problems.is_empty() {
+        return Ok(play);
+    }
+    Err(play.violation(&problems.join("; ")))
+}

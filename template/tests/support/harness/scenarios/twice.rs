@@ -1,0 +1,35 @@
+//! **Run twice**: one worker delivers every message, then all of them
+//! again.
+
+use super::deliver_all;
+use crate::support::harness::judge::observe;
+use crate::support::harness::{InboxUnderTest, Play, Subject, Violation, fixture_for};
+
+pub fn play_run_twice<S: Subject>(
+    subject: &S,
+    inbox: &dyn InboxUnderTest,
+    count: usize,
+) -> Play<S::State> {
+    let fixture = fixture_for(inbox, &[subject]);
+    let handler = subject.handler();
+    let messages = subject.messages(count);
+    let mut worker = inbox.open(&fixture);
+    let mut outcomes = deliver_all(worker.as_mut(), handler.as_ref(), &messages);
+    outcomes += deliver_all(worker.as_mut(), handler.as_ref(), &messages);
+    Play {
+        scenario: format!("run twice via {}", inbox.name()),
+        consumer: handler.consumer().to_owned(),
+        deliveries: 2 * count as u64,
+        steps: Vec::new(),
+        observed: observe(&fixture, subject, outcomes),
+        messages,
+    }
+}
+
+pub fn run_twice<S: Subject>(
+    subject: &S,
+    inbox: &dyn InboxUnderTest,
+    count: usize,
+) -> Result<Play<S::State>, Violation> {
+    play_run_twice(subject, inbox, count).judge(subject)
+}

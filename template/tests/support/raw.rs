@@ -1,0 +1,45 @@
+//! The database steps that hand-written inboxes are made of.
+//!
+//! Each database's test support implements [`Raw`]; the known-broken
+//! inboxes in `broken.rs` combine its steps, so that each broken design is
+//! written once and tried on every database.
+
+use {{crate_name}}::handler::{Handler, HandlerError};
+use {{crate_name}}::inbox::StorageError;
+use {{crate_name}}::message::Message;
+
+/// One connection, driven one statement at a time.
+pub trait Raw: Send {
+    /// Begins a transaction that will write (on SQLite, `BEGIN IMMEDIATE`).
+    fn begin(&mut self) -> Result<(), StorageError>;
+    fn commit(&mut self) -> Result<(), StorageError>;
+    /// Rolls back the open transaction, if there is one.
+    fn rollback(&mut self);
+    /// Whether the inbox holds (consumer, id): a plain SELECT.
+    fn is_recorded(&mut self, consumer: &str, id: &str) -> Result<bool, StorageError>;
+    /// Inserts an inbox row received at `received_at` (milliseconds since
+    /// the Unix epoch); `Ok(false)` when the row was already there.
+    fn record(&mut self, consumer: &str, id: &str, received_at: i64) -> Result<bool, StorageError>;
+    /// Runs the handler on the tables, in whatever transaction is open.
+    fn apply(&mut self, handler: &dyn Handler, message: &Message) -> Result<(), HandlerError>;
+    /// Adds one failed attempt to the count of (consumer, id).
+    fn count_failure(&mut self, consumer: &str, id: &str, error: &str) -> Result<(), StorageError>;
+}
+
+/// Applies `message` straight through its handler in a transaction of its
+/// own, with no inbox: how the oracle applies each message once, and how a
+/// test delivers a repeat *past* the inbox.
+pub fn apply_alone(
+    raw: &mut dyn Raw,
+    handler: &dyn Handler,
+    message: &Message,
+) -> Result<(), HandlerError> {
+    raw.begin()?;
+    match raw.apply(handler, message) {
+        Ok(()) => Ok(raw.commit()?),
+        Err(error) => {
+            raw.rollback();
+            Err(error)
+        }
+    }
+}

@@ -1,0 +1,129 @@
+//! Fresh SQLite databases for scenarios, and the tripwire that makes a
+//! COMMIT fail on demand.
+
+use std::path::{Path, PathBuf};
+
+use {{crate_name}}::database::{Database, Settings};
+
+use super::SqliteRaw;
+use crate::support::raw::Raw;
+
+/// A fresh database with every table, for one scenario.
+pub struct Fixture {
+    /// Deleted with the fixture; `None` for a fixture attached by another
+    /// process, which belongs to the process that made it.
+    _folder: Option<tempfile::TempDir>,
+    path: PathBuf,
+}
+
+/// Test-only tables that make every COMMIT fail while armed: a deferred
+/// foreign key that an inbox row breaks, checked by SQLite only when the
+/// transaction commits.
+const COMMIT_TRIPWIRE: &str = "
+CREATE TABLE tripwire_armed (armed INTEGER NOT NULL);
+CREATE TABLE tripwire_target (id INTEGER PRIMARY KEY);
+CREATE TABLE tripwire (
+    target INTEGER REFERENCES tripwire_target (id) DEFERRABLE INITIALLY DEFERRED
+);
+CREATE TRIGGER tripwire_on_inbox AFTER INSERT ON inbox
+WHEN EXISTS (SELECT 1 FROM tripwire_armed)
+BEGIN
+    INSERT INTO tripwire (target) VALUES (-1);
+END;";
+
+impl Fixture {
+    /// A new database file with the real schema.
+    pub fn new() -> Self {
+        let folder = tempfile::tempdir_in(scratch_folder()).expect("temporary folder");
+        let path = folder.path().join("consumer.db");
+        Database::open(&path, Settings::default()).expect("create the database");
+        let fixture = Self {
+            _folder: Some(folder),
+            path,
+        };
+        fixture.execute(COMMIT_TRIPWIRE);
+        fixture
+    }
+
+    /// Where the fixture is, for [`Fixture::attach`] in another process.
+    pub fn location(&self) -> String {
+        self.path.display().to_string()
+    }
+
+    /// The fixture another process made, at `location`.
+    pub fn attach(location: &str) -> Self {
+        Self {
+            _folder: None,
+            path: PathBuf::from(location),
+        }
+    }
+
+    /// The database, as the consumer opens it.
+    pub fn database(&self) -> Database {
+        Database::new(&self.path, Settings::default())
+    }
+
+    /// The consumer binary's options that point it at this database.
+    pub fn cli_args(&self) -> Vec<String> {
+        vec!["--db".into(), self.location()]
+    }
+
+    /// What the consumer must never write to its logs: where the database
+    /// is.
+    pub fn secrets(&self) -> Vec<String> {
+        vec![self.location()]
+    }
+
+    /// What SQLite's own consistency check finds wrong, if anything.
+    pub fn integrity_problems(&self) -> Option<String> {
+        let db = self.database().connect().expect("connect");
+        let verdict: String = db
+            .query_row("PRAGMA integrity_check", [], |row| row.get(0))
+            .expect("integrity check");
+        (verdict != "ok").then_some(verdict)
+    }
+
+    /// A connection for hand-written inboxes.
+    pub fn raw(&self) -> Box<dyn Raw> {
+        Box::new(SqliteRaw::new(self.database().connect().expect("connect")))
+    }
+
+    /// Runs SQL statements on the database (schema changes for traps).
+    pub fn execute(&self, sql: &str) {
+        let db = self.database().connect().expect("connect");
+        db.execute_batch(sql)
+            .unwrap_or_else(|error| panic!("{error}:\n{sql}"));
+    }
+
+    /// From now on, every COMMIT that wrote an inbox row fails (`true`), or
+    /// none does (`false`).
+    pub fn fail_commits(&self, fail: bool) {
+        self.execute(if fail {
+            "INSERT INTO tripwire_armed VALUES (1);"
+        } else {
+            "DELETE FROM tripwire_armed;"
+        });
+    }
+}
+
+/// Where fixtures live: `INBOX_TEST_TMPDIR` if set, else `/dev/shm` when
+/// the machine has it, else the system's temporary folder.
+///
+/// A fixture is thrown away after one scenario, so it has no reason to wait
+/// for a disk: on a RAM-backed folder, creating and closing a database costs
+/// no fsync, which makes the stress loop several times faster. SQLite's
+/// locking (POSIX locks and the memory-mapped `-shm` file) works the same
+/// there, so the races the tests look for are the same races.
+pub fn scratch_folder() -> PathBuf {
+    if let Some(folder) = std::env::var_os("INBOX_TEST_TMPDIR") {
+        return PathBuf::from(folder);
+    }
+    let shm = Path::new("/dev/shm");
+    let writable = shm.is_dir()
+        && std::fs::metadata(shm).is_ok_and(|metadata| !metadata.permissions().readonly());
+    if writable {
+        shm.to_path_buf()
+    } else {
+        std::env::temp_dir()
+    }
+}

@@ -1,0 +1,76 @@
+//! [`Raw`] on SQLite: one connection, one statement at a time.
+
+use rusqlite::{Connection, ErrorCode, params};
+
+use {{crate_name}}::database::SqliteTables;
+use {{crate_name}}::handler::{Handler, HandlerError};
+use {{crate_name}}::inbox::StorageError;
+use {{crate_name}}::message::Message;
+
+use crate::support::raw::Raw;
+
+pub struct SqliteRaw {
+    db: Connection,
+}
+
+impl SqliteRaw {
+    pub fn new(db: Connection) -> Self {
+        Self { db }
+    }
+
+    /// The connection itself, for traps that need SQLite's own behaviour.
+    pub fn connection(&mut self) -> &mut Connection {
+        &mut self.db
+    }
+}
+
+impl Raw for SqliteRaw {
+    fn begin(&mut self) -> Result<(), StorageError> {
+        Ok(self.db.execute_batch("BEGIN IMMEDIATE")?)
+    }
+
+    fn commit(&mut self) -> Result<(), StorageError> {
+        Ok(self.db.execute_batch("COMMIT")?)
+    }
+
+    fn rollback(&mut self) {
+        if !self.db.is_autocommit() {
+            let _ = self.db.execute_batch("ROLLBACK");
+        }
+    }
+
+    fn is_recorded(&mut self, consumer: &str, id: &str) -> Result<bool, StorageError> {
+        Ok(self.db.query_row(
+            "SELECT EXISTS (SELECT 1 FROM inbox WHERE consumer = ?1 AND message_id = ?2)",
+            params![consumer, id],
+            |row| row.get(0),
+        )?)
+    }
+
+    fn record(&mut self, consumer: &str, id: &str, received_at: i64) -> Result<bool, StorageError> {
+        match self.db.execute(
+            "INSERT INTO inbox (consumer, message_id, received_at) VALUES (?1, ?2, ?3)",
+            params![consumer, id, received_at],
+        ) {
+            Ok(_) => Ok(true),
+            Err(error) if error.sqlite_error_code() == Some(ErrorCode::ConstraintViolation) => {
+                Ok(false)
+            }
+            Err(error) => Err(error.into()),
+        }
+    }
+
+    fn apply(&mut self, handler: &dyn Handler, message: &Message) -> Result<(), HandlerError> {
+        handler.apply(&mut SqliteTables::new(&self.db), message)
+    }
+
+    fn count_failure(&mut self, consumer: &str, id: &str, error: &str) -> Result<(), StorageError> {
+        self.db.execute(
+            "INSERT INTO attempts (consumer, message_id, failures, last_error, last_failed_at)
+             VALUES (?1, ?2, 1, ?3, 0)
+             ON CONFLICT (consumer, message_id) DO UPDATE SET failures = failures + 1",
+            params![consumer, id, error],
+        )?;
+        Ok(())
+    }
+}
