@@ -1,5 +1,8 @@
 //! The consumer's command line. See `cli` for the commands and `lib.rs` for
 //! how the consumer works.
+//!
+//! `main` is synchronous: the database clients block, so only `run` starts
+//! an async runtime, for the parts that wait (signals, a broker).
 
 mod cli;
 
@@ -8,15 +11,18 @@ use std::process::ExitCode;
 use clap::Parser;
 use tracing_subscriber::EnvFilter;
 
-#[tokio::main]
-async fn main() -> ExitCode {
+use {{crate_name}}::database;
+
+fn main() -> ExitCode {
+    let mut filter = EnvFilter::try_from_env("RUST_LOG").unwrap_or_else(|_| EnvFilter::new("warn"));
+    for quiet in database::QUIET_LOGS {
+        filter = filter.add_directive(quiet.parse().expect("a valid directive"));
+    }
     tracing_subscriber::fmt()
-        .with_env_filter(
-            EnvFilter::try_from_env("RUST_LOG").unwrap_or_else(|_| EnvFilter::new("warn")),
-        )
+        .with_env_filter(filter)
         .with_writer(std::io::stderr)
         .init();
-    match cli::Cli::parse().execute().await {
+    match cli::Cli::parse().execute() {
         Ok(code) => code,
         Err(error) => {
             eprintln!("error: {error:#}");

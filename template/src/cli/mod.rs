@@ -32,19 +32,26 @@ enum Command {
     #[command(subcommand)]
     DeadLetters(dead_letters::DeadLettersCommand),
     Purge(purge::PurgeArgs),
+    /// Create the tables that are missing (`run` and `open-account` do it too).
+    Migrate,
 }
 
 impl Cli {
-    pub async fn execute(self) -> anyhow::Result<ExitCode> {
+    pub fn execute(self) -> anyhow::Result<ExitCode> {
         let database = &self.database;
         match self.command {
-            Command::Run(args) => run::run(args, database).await,
+            Command::Run(args) => run::run(args, database),
             Command::OpenAccount(args) => accounts::open_account(args, &database.open()?),
             Command::Status => accounts::status(&database.open_existing()?),
             Command::DeadLetters(command) => {
                 dead_letters::execute(command, &database.open_existing()?)
             }
             Command::Purge(args) => purge::purge(args, &database.open_existing()?),
+            Command::Migrate => {
+                database.open()?;
+                println!("tables ready");
+                Ok(ExitCode::SUCCESS)
+            }
         }
     }
 }

@@ -53,7 +53,7 @@ pub struct RunArgs {
     rejects: Option<PathBuf>,
 }
 
-pub async fn run(args: RunArgs, database: &DatabaseOptions) -> anyhow::Result<ExitCode> {
+pub fn run(args: RunArgs, database: &DatabaseOptions) -> anyhow::Result<ExitCode> {
     if let Some(refusal) = database.refuse_workers(args.workers) {
         super::usage_error(refusal);
     }
@@ -85,15 +85,15 @@ pub async fn run(args: RunArgs, database: &DatabaseOptions) -> anyhow::Result<Ex
     {
         eprintln!("reading deliveries from standard input, one JSON object per line (Ctrl-D ends)");
     }
-    let report = pipeline::run(
+    let runtime = tokio::runtime::Runtime::new().context("could not start the runtime")?;
+    let report = runtime.block_on(pipeline::run(
         input,
         consumers,
         move || database.inbox(policy),
         options,
         rejects,
         progress,
-    )
-    .await?;
+    ))?;
     println!("{}", report.summary);
     Ok(if report.interrupted {
         ExitCode::from(130)

@@ -29,6 +29,10 @@ use crate::handlers::Tables;
 use crate::inbox::{Policy, StorageError};
 use crate::store::{Purged, Store};
 
+/// Log directives that cap the database driver, whatever `RUST_LOG` says:
+/// none, rusqlite does not log.
+pub const QUIET_LOGS: [&str; 0] = [];
+
 /// Every table: the inbox's and the handlers'.
 const SCHEMA: &str = include_str!("schema.sql");
 

@@ -8,7 +8,6 @@ use {{crate_name}}::store::Store;
 
 use super::{Subject, state_of};
 use crate::support::database::Fixture;
-use crate::support::raw::apply_alone;
 
 /// What a scenario left behind for one consumer.
 #[derive(Debug)]
@@ -82,19 +81,21 @@ impl<State: PartialEq + std::fmt::Debug> Expected<State> {
     ) -> Result<Self, Violation> {
         let distinct = distinct(applied);
         let handler = subject.handler();
-        let fresh = super::fixture_for(&NoPreparation, &[subject]);
-        let mut raw = fresh.raw();
-        for message in &distinct {
-            apply_alone(raw.as_mut(), handler.as_ref(), message).map_err(|error| {
-                Violation(format!(
-                    "`{}` fails even when each message is applied once to a fresh database: {error}",
-                    handler.consumer()
-                ))
-            })?;
-        }
+        let once_only = Fixture::scratch(|tables| {
+            subject.seed(tables).expect("seed");
+            for message in &distinct {
+                handler.apply(tables, message).map_err(|error| {
+                    Violation(format!(
+                        "`{}` fails even when each message is applied once to a fresh database: {error}",
+                        handler.consumer()
+                    ))
+                })?;
+            }
+            Ok(subject.state(tables).expect("read the state"))
+        })?;
         Ok(Self {
             model: subject.expected(&distinct),
-            once_only: state_of(&fresh, subject),
+            once_only,
         })
     }
 
@@ -125,18 +126,6 @@ pub fn distinct(messages: &[Message]) -> Vec<Message> {
         .filter(|message| seen.insert(message.id.clone()))
         .cloned()
         .collect()
-}
-
-/// A fresh database with nothing changed: where the oracle applies.
-struct NoPreparation;
-
-impl super::InboxUnderTest for NoPreparation {
-    fn name(&self) -> String {
-        "no inbox (the oracle)".into()
-    }
-    fn open(&self, _fixture: &Fixture) -> Box<dyn {{crate_name}}::inbox::Inbox> {
-        unreachable!("the oracle applies messages without an inbox")
-    }
 }
 
 impl<State: PartialEq + std::fmt::Debug> Play<State> {

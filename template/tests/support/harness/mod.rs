@@ -155,14 +155,11 @@ impl<I: Inbox> Inbox for Batching<I> {
 pub fn fixture_for(inbox: &dyn InboxUnderTest, subjects: &[&dyn Seed]) -> Fixture {
     let fixture = Fixture::new();
     inbox.prepare(&fixture);
-    fixture
-        .database()
-        .with_tables(|tables| {
-            subjects
-                .iter()
-                .try_for_each(|subject| subject.seed_tables(tables))
-        })
-        .expect("seed the fixture");
+    fixture.with_tables(|tables| {
+        subjects
+            .iter()
+            .try_for_each(|subject| subject.seed_tables(tables))
+    });
     fixture
 }
 

@@ -2,8 +2,13 @@
 //! COMMIT fail on demand.
 
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 
-use {{crate_name}}::database::{Database, Settings};
+use rusqlite::{Connection, TransactionBehavior};
+
+use {{crate_name}}::database::{Database, Settings, SqliteTables};
+use {{crate_name}}::handlers::Tables;
+use {{crate_name}}::inbox::StorageError;
 
 use super::SqliteRaw;
 use crate::support::raw::Raw;
@@ -14,7 +19,12 @@ pub struct Fixture {
     /// process, which belongs to the process that made it.
     _folder: Option<tempfile::TempDir>,
     path: PathBuf,
+    /// The connection the harness reads state through, opened once.
+    reader: Mutex<Option<Connection>>,
 }
+
+/// The consumer's tables, as its database creates them.
+const TABLES: &str = include_str!("../../../src/sqlite/schema.sql");
 
 /// Test-only tables that make every COMMIT fail while armed: a deferred
 /// foreign key that an inbox row breaks, checked by SQLite only when the
@@ -40,6 +50,7 @@ impl Fixture {
         let fixture = Self {
             _folder: Some(folder),
             path,
+            reader: Mutex::new(None),
         };
         fixture.execute(COMMIT_TRIPWIRE);
         fixture
@@ -55,54 +66,58 @@ impl Fixture {
         Self {
             _folder: None,
             path: PathBuf::from(location),
+            reader: Mutex::new(None),
         }
     }
 
-    /// The database, as the consumer opens it.
-    pub fn database(&self) -> Database {
-        Database::new(&self.path, Settings::default())
+    /// Runs `work` on the handlers' tables in a transaction of its own,
+    /// committed (to seed a fixture, or to read its state).
+    pub fn with_tables<T>(
+        &self,
+        work: impl FnOnce(&mut dyn Tables) -> Result<T, StorageError>,
+    ) -> T {
+        let mut reader = self.reader.lock().expect("reader");
+        let db = reader.get_or_insert_with(|| self.database().connect().expect("connect"));
+        let tx = db
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .expect("begin");
+        let result = work(&mut SqliteTables::new(&tx)).expect("work on the tables");
+        tx.commit().expect("commit");
+        result
     }
 
-    /// The consumer binary's options that point it at this database.
-    pub fn cli_args(&self) -> Vec<String> {
-        vec!["--db".into(), self.location()]
+    /// Inbox rows recorded for `consumer`.
+    pub fn inbox_rows(&self, consumer: &str) -> usize {
+        let mut reader = self.reader.lock().expect("reader");
+        let db = reader.get_or_insert_with(|| self.database().connect().expect("connect"));
+        let rows: i64 = db
+            .query_row(
+                "SELECT count(*) FROM inbox WHERE consumer = ?1",
+                [consumer],
+                |row| row.get(0),
+            )
+            .expect("count inbox rows");
+        usize::try_from(rows).expect("a count is never negative")
     }
 
-    /// What the consumer must never write to its logs: where the database
-    /// is.
-    pub fn secrets(&self) -> Vec<String> {
-        vec![self.location()]
-    }
-
-    /// What SQLite's own consistency check finds wrong, if anything.
-    pub fn integrity_problems(&self) -> Option<String> {
-        let db = self.database().connect().expect("connect");
-        let verdict: String = db
-            .query_row("PRAGMA integrity_check", [], |row| row.get(0))
-            .expect("integrity check");
-        (verdict != "ok").then_some(verdict)
-    }
-
-    /// A connection for hand-written inboxes.
-    pub fn raw(&self) -> Box<dyn Raw> {
-        Box::new(SqliteRaw::new(self.database().connect().expect("connect")))
-    }
-
-    /// Runs SQL statements on the database (schema changes for traps).
-    pub fn execute(&self, sql: &str) {
-        let db = self.database().connect().expect("connect");
-        db.execute_batch(sql)
-            .unwrap_or_else(|error| panic!("{error}:\n{sql}"));
-    }
-
-    /// From now on, every COMMIT that wrote an inbox row fails (`true`), or
-    /// none does (`false`).
-    pub fn fail_commits(&self, fail: bool) {
-        self.execute(if fail {
-            "INSERT INTO tripwire_armed VALUES (1);"
-        } else {
-            "DELETE FROM tripwire_armed;"
+    /// Runs `work` on the tables of an empty database, in a transaction
+    /// that is always rolled back: a fresh database for every call, without
+    /// the cost of creating one. The database is in memory, one for the
+    /// whole test process.
+    pub fn scratch<T>(work: impl FnOnce(&mut dyn Tables) -> T) -> T {
+        static SCRATCH: Mutex<Option<Connection>> = Mutex::new(None);
+        let mut scratch = SCRATCH
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let db = scratch.get_or_insert_with(|| {
+            let db = Connection::open_in_memory().expect("in-memory database");
+            db.execute_batch(TABLES).expect("create the tables");
+            db
         });
+        let tx = db
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .expect("begin");
+        work(&mut SqliteTables::new(&tx))
     }
 }
 

@@ -1,0 +1,202 @@
+//! The database: a PostgreSQL server, shared by any number of consumer
+//! processes.
+//!
+//! [`Database`] is cheap to share; each worker opens its own connection
+//! with [`Store::inbox`] and keeps it for the whole run (a pool would add
+//! nothing: a worker never gives its connection back). The client is the
+//! synchronous `postgres` crate, on the workers' own threads, so handlers
+//! stay plain functions on every database (see `BENCHMARKS.md` for the
+//! measurement behind that choice). Every table lives in one schema
+//! (`--schema`, default `public`), so several consumers, or tests, can share
+//! a server without seeing each other.
+//!
+//! This module is the only place that knows the database is PostgreSQL:
+//! the rest of the crate goes through [`Store`],
+//! [`crate::handlers::Tables`] and [`crate::inbox::Inbox`].
+
+mod errors;
+mod inbox;
+mod options;
+mod poison;
+mod retention;
+mod tables;
+
+pub use inbox::PgInbox;
+pub use options::DatabaseOptions;
+pub use tables::{PgTables, TableStatements};
+
+use std::time::Duration;
+
+use postgres::{Client, NoTls};
+
+use crate::handlers::Tables;
+use crate::inbox::{Policy, StorageError, StorageFault};
+use crate::store::{Purged, Store};
+
+/// Log directives that cap the database driver, whatever `RUST_LOG` says:
+/// its debug and trace output carries every query parameter (message ids,
+/// payloads), which must not reach the logs.
+pub const QUIET_LOGS: [&str; 2] = ["tokio_postgres=info", "postgres=info"];
+
+/// Every table: the inbox's and the handlers'.
+const SCHEMA: &str = include_str!("schema.sql");
+
+/// Held while the tables are created, so that consumers starting at the
+/// same moment do not race each other's `CREATE TABLE IF NOT EXISTS`.
+const MIGRATION_LOCK: i64 = 0x1b0c_4b17;
+
+/// Where the tables are.
+#[derive(Clone, Debug)]
+pub struct Settings {
+    /// The schema holding every table of this consumer (created if missing).
+    pub schema: String,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Self {
+            schema: "public".to_owned(),
+        }
+    }
+}
+
+/// A PostgreSQL database with the inbox and every handler's tables.
+#[derive(Clone)]
+pub struct Database {
+    url: String,
+    settings: Settings,
+}
+
+impl std::fmt::Debug for Database {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} (schema {})", self.describe(), self.settings.schema)
+    }
+}
+
+impl Database {
+    /// Connects and creates the schema and the tables that are missing.
+    pub fn open(url: impl Into<String>, settings: Settings) -> Result<Self, StorageError> {
+        let database = Self::new(url, settings);
+        database.migrate()?;
+        Ok(database)
+    }
+
+    /// Refers to a database whose tables are in place; connects to nothing
+    /// until a connection is opened.
+    pub fn new(url: impl Into<String>, settings: Settings) -> Self {
+        Self {
+            url: url.into(),
+            settings,
+        }
+    }
+
+    /// Creates the schema and every missing table, in one transaction that
+    /// holds an advisory lock, so that it is safe for several processes to
+    /// do it at once.
+    pub fn migrate(&self) -> Result<(), StorageError> {
+        let mut client = self.connect()?;
+        let mut tx = client.transaction()?;
+        tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK])?;
+        // Identifiers cannot be bound parameters: let the server quote it.
+        let create_schema: String = tx
+            .query_one(
+                "SELECT format('CREATE SCHEMA IF NOT EXISTS %I', $1::text)",
+                &[&self.settings.schema],
+            )?
+            .get(0);
+        tx.batch_execute(&create_schema)?;
+        tx.batch_execute(SCHEMA)?;
+        Ok(tx.commit()?)
+    }
+
+    /// Whether the inbox table exists in the schema.
+    pub fn has_tables(&self) -> Result<bool, StorageError> {
+        let mut client = self.connect()?;
+        let found: Option<String> = client
+            .query_one("SELECT to_regclass('inbox')::text", &[])?
+            .get(0);
+        Ok(found.is_some())
+    }
+
+    /// A new connection whose `search_path` is the schema.
+    pub fn connect(&self) -> Result<Client, StorageError> {
+        let config: postgres::Config = self.url.parse().map_err(|_| {
+            // The parser's message may quote the string, password included.
+            StorageError::new(
+                StorageFault::Other,
+                "DATABASE_URL is not a valid PostgreSQL connection string",
+            )
+        })?;
+        let mut client = config.connect(NoTls)?;
+        client.execute(
+            "SELECT set_config('search_path', $1, false)",
+            &[&self.settings.schema],
+        )?;
+        Ok(client)
+    }
+
+    /// The server, user and database, never the password: safe for logs
+    /// and error messages.
+    pub fn describe(&self) -> String {
+        let Ok(config) = self.url.parse::<postgres::Config>() else {
+            return "an unparsable DATABASE_URL".to_owned();
+        };
+        let host = match config.get_hosts().first() {
+            Some(postgres::config::Host::Tcp(host)) => host.clone(),
+            #[cfg(unix)]
+            Some(postgres::config::Host::Unix(path)) => path.display().to_string(),
+            None => "localhost".to_owned(),
+        };
+        let port = config.get_ports().first().copied().unwrap_or(5432);
+        format!(
+            "postgres://{}@{host}:{port}/{}",
+            config.get_user().unwrap_or(""),
+            config.get_dbname().unwrap_or("")
+        )
+    }
+
+    pub fn settings(&self) -> &Settings {
+        &self.settings
+    }
+}
+
+impl Store for Database {
+    type Inbox = PgInbox;
+
+    fn inbox(&self, policy: Policy) -> Result<PgInbox, StorageError> {
+        PgInbox::new(self.clone(), policy)
+    }
+
+    fn with_tables<T>(
+        &self,
+        work: impl FnOnce(&mut dyn Tables) -> Result<T, StorageError>,
+    ) -> Result<T, StorageError> {
+        let mut client = self.connect()?;
+        let statements = TableStatements::prepare(&mut client)?;
+        let mut tx = client.transaction()?;
+        let result = work(&mut PgTables::new(&mut tx, &statements))?;
+        tx.commit()?;
+        Ok(result)
+    }
+
+    fn inbox_rows(&self) -> Result<Vec<(String, u64)>, StorageError> {
+        let mut client = self.connect()?;
+        let rows = client.query(
+            "SELECT consumer, count(*) FROM inbox GROUP BY consumer ORDER BY consumer",
+            &[],
+        )?;
+        Ok(rows
+            .iter()
+            .map(|row| (row.get(0), row.get::<_, i64>(1).unsigned_abs()))
+            .collect())
+    }
+
+    fn purge(
+        &self,
+        older_than: Duration,
+        batch_rows: u32,
+        progress: &mut dyn FnMut(u64),
+    ) -> Result<Purged, StorageError> {
+        retention::purge(&mut self.connect()?, older_than, batch_rows, progress)
+    }
+}

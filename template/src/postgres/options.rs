@@ -1,0 +1,66 @@
+//! How the command line names the database: a connection URL and a schema.
+
+use anyhow::Context;
+
+use super::{Database, Settings};
+
+/// Where the database is (global options of every command).
+#[derive(clap::Args, Debug)]
+pub struct DatabaseOptions {
+    /// PostgreSQL connection URL, e.g. postgres://user:password@localhost:5432/dbname.
+    /// Never printed: logs and errors name only the server, user and database.
+    #[arg(long, global = true, env = "DATABASE_URL", hide_env_values = true)]
+    database_url: Option<String>,
+    /// Schema holding this consumer's tables (created if missing).
+    #[arg(long, global = true, env = "DATABASE_SCHEMA", default_value = "public")]
+    schema: String,
+}
+
+impl DatabaseOptions {
+    /// Connects and creates the tables that are missing.
+    pub fn open(&self) -> anyhow::Result<Database> {
+        let database = self.database()?;
+        database
+            .migrate()
+            .with_context(|| format!("could not set up the database at {}", database.describe()))?;
+        Ok(database)
+    }
+
+    /// Like [`DatabaseOptions::open`], for commands that only make sense
+    /// on a database that has the tables already: a mistyped schema must not
+    /// quietly create an empty one.
+    pub fn open_existing(&self) -> anyhow::Result<Database> {
+        let database = self.database()?;
+        let has_tables = database
+            .has_tables()
+            .with_context(|| format!("could not connect to {}", database.describe()))?;
+        if !has_tables {
+            anyhow::bail!(
+                "no inbox tables in schema {:?} at {} (check --schema or DATABASE_SCHEMA; `run`, `open-account` and `migrate` create them)",
+                self.schema,
+                database.describe()
+            );
+        }
+        Ok(database)
+    }
+
+    /// Why `workers` workers cannot run with these options, if they cannot:
+    /// never, on PostgreSQL.
+    pub fn refuse_workers(&self, _workers: u16) -> Option<String> {
+        None
+    }
+
+    fn database(&self) -> anyhow::Result<Database> {
+        let url = self.database_url.as_deref().context(
+            "no database given: set DATABASE_URL (or pass --database-url), e.g. \
+             postgres://postgres@localhost:5432/postgres. No server yet? \
+             docker run -d -p 5432:5432 -e POSTGRES_HOST_AUTH_METHOD=trust postgres:15",
+        )?;
+        Ok(Database::new(
+            url,
+            Settings {
+                schema: self.schema.clone(),
+            },
+        ))
+    }
+}

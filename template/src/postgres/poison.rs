@@ -1,0 +1,148 @@
+//! Poison messages on PostgreSQL: a message whose handler keeps failing
+//! must not be retried forever, and must not disappear either.
+//!
+//! Each failure is counted in `attempts`, written after the failed
+//! delivery's savepoint was rolled back, so the count survives the rollback
+//! that undoes everything the attempt did. When a message reaches the
+//! configured maximum it moves to `dead_letters` with its payload and last
+//! error, and its inbox row is written so that further redeliveries are
+//! duplicates.
+
+use postgres::{Client, GenericClient, Statement};
+
+use crate::inbox::{DeadLetter, Delivery, Outcome, Policy, StorageError};
+
+/// The statements a failed delivery runs, prepared once per connection.
+pub(super) struct PoisonStatements {
+    count_failure: Statement,
+    dead_letter: Statement,
+    record: Statement,
+    forget_attempts: Statement,
+}
+
+impl PoisonStatements {
+    pub(super) fn prepare(client: &mut Client) -> Result<Self, StorageError> {
+        Ok(Self {
+            count_failure: client.prepare(
+                "INSERT INTO attempts (consumer, message_id, failures, last_error, last_failed_at)
+                 VALUES ($1, $2, 1, $3, $4)
+                 ON CONFLICT (consumer, message_id) DO UPDATE
+                    SET failures = attempts.failures + 1, last_error = excluded.last_error,
+                        last_failed_at = excluded.last_failed_at
+                 RETURNING failures",
+            )?,
+            dead_letter: client.prepare(
+                "INSERT INTO dead_letters
+                    (consumer, message_id, event_type, payload, error, attempts, dead_at)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7)
+                 ON CONFLICT (consumer, message_id) DO UPDATE
+                    SET event_type = excluded.event_type, payload = excluded.payload,
+                        error = excluded.error, attempts = excluded.attempts,
+                        dead_at = excluded.dead_at",
+            )?,
+            record: client.prepare(
+                "INSERT INTO inbox (consumer, message_id, received_at) VALUES ($1, $2, $3)
+                 ON CONFLICT DO NOTHING",
+            )?,
+            forget_attempts: client
+                .prepare("DELETE FROM attempts WHERE consumer = $1 AND message_id = $2")?,
+        })
+    }
+}
+
+/// Counts a failed attempt and decides what it means: a plain failure
+/// (the broker should redeliver) or, at `max_attempts`, a dead letter.
+pub(super) fn record_failure(
+    tx: &mut impl GenericClient,
+    statements: &PoisonStatements,
+    delivery: &Delivery<'_>,
+    error: &str,
+    now: i64,
+    policy: Policy,
+) -> Result<Outcome, StorageError> {
+    let consumer = delivery.handler.consumer();
+    let id = delivery.message.id.as_str();
+    let failures: i32 = tx
+        .query_one(&statements.count_failure, &[&consumer, &id, &error, &now])?
+        .get(0);
+    let failures = failures.unsigned_abs();
+    if failures < policy.max_attempts {
+        tracing::warn!(consumer, message_id = id, failures, %error, "delivery failed; it will apply on redelivery");
+        return Ok(Outcome::Failed(error.to_owned()));
+    }
+    let (event_type, payload) = delivery.message.event.encode();
+    let attempts = i32::try_from(failures).unwrap_or(i32::MAX);
+    tx.execute(
+        &statements.dead_letter,
+        &[&consumer, &id, &event_type, &payload, &error, &attempts, &now],
+    )?;
+    tx.execute(&statements.record, &[&consumer, &id, &now])?;
+    tx.execute(&statements.forget_attempts, &[&consumer, &id])?;
+    tracing::error!(consumer, message_id = id, failures, %error, "message dead-lettered after too many failures");
+    Ok(Outcome::DeadLettered(error.to_owned()))
+}
+
+/// Every dead letter, oldest first.
+pub(super) fn dead_letters(client: &mut Client) -> Result<Vec<DeadLetter>, StorageError> {
+    let rows = client.query(
+        "SELECT consumer, message_id, event_type, payload, error, attempts, dead_at
+         FROM dead_letters ORDER BY dead_at, consumer, message_id",
+        &[],
+    )?;
+    Ok(rows
+        .iter()
+        .map(|row| DeadLetter {
+            consumer: row.get(0),
+            message_id: row.get(1),
+            event_type: row.get(2),
+            payload: row.get(3),
+            error: row.get(4),
+            attempts: row.get::<_, i32>(5).unsigned_abs(),
+            dead_at: row.get(6),
+        })
+        .collect())
+}
+
+/// Failures counted so far for one delivery (0 if none).
+pub(super) fn failures(
+    client: &mut Client,
+    consumer: &str,
+    message_id: &str,
+) -> Result<u32, StorageError> {
+    let row = client.query_opt(
+        "SELECT failures FROM attempts WHERE consumer = $1 AND message_id = $2",
+        &[&consumer, &message_id],
+    )?;
+    Ok(row.map_or(0, |row| row.get::<_, i32>(0).unsigned_abs()))
+}
+
+/// Removes a dead letter's traces so that it can be delivered afresh: its
+/// inbox row and its attempt count. Part of a re-drive transaction.
+pub(super) fn forget(
+    tx: &mut impl GenericClient,
+    consumer: &str,
+    message_id: &str,
+) -> Result<(), StorageError> {
+    tx.execute(
+        "DELETE FROM inbox WHERE consumer = $1 AND message_id = $2",
+        &[&consumer, &message_id],
+    )?;
+    tx.execute(
+        "DELETE FROM attempts WHERE consumer = $1 AND message_id = $2",
+        &[&consumer, &message_id],
+    )?;
+    Ok(())
+}
+
+/// Deletes a dead letter once its re-drive applied.
+pub(super) fn bury(
+    tx: &mut impl GenericClient,
+    consumer: &str,
+    message_id: &str,
+) -> Result<(), StorageError> {
+    tx.execute(
+        "DELETE FROM dead_letters WHERE consumer = $1 AND message_id = $2",
+        &[&consumer, &message_id],
+    )?;
+    Ok(())
+}

@@ -1,0 +1,67 @@
+-- Every table of this consumer, created if missing (see `migrate`).
+-- Timestamps are milliseconds since the Unix epoch (UTC). Message ids
+-- compare byte for byte (COLLATE "C"): two ids are the same only if every
+-- byte is, whatever the database's locale.
+
+-- The inbox: one row per (consumer, message) that was applied, or
+-- dead-lettered (so that its redeliveries are duplicates too). The primary
+-- key IS the duplicate check: `INSERT ... ON CONFLICT DO NOTHING` claims
+-- the row, or finds it taken. A second transaction claiming the same key
+-- waits for the first to end, then finds it taken (first committed) or
+-- claims it (first rolled back).
+CREATE TABLE IF NOT EXISTS inbox (
+    consumer    text   NOT NULL,
+    message_id  text   COLLATE "C" NOT NULL,
+    received_at bigint NOT NULL,
+    PRIMARY KEY (consumer, message_id)
+);
+
+-- Failed attempts per (consumer, message). Written after the failed
+-- delivery's savepoint was rolled back, so the count survives the rollback
+-- that undoes everything else the attempt did.
+CREATE TABLE IF NOT EXISTS attempts (
+    consumer       text    NOT NULL,
+    message_id     text    COLLATE "C" NOT NULL,
+    failures       integer NOT NULL,
+    last_error     text    NOT NULL,
+    last_failed_at bigint  NOT NULL,
+    PRIMARY KEY (consumer, message_id)
+);
+
+-- Messages that failed max_attempts times, with what is needed to look at
+-- them and re-drive them. Their inbox row is written at the same time, so a
+-- redelivery is a duplicate instead of another failure.
+CREATE TABLE IF NOT EXISTS dead_letters (
+    consumer   text    NOT NULL,
+    message_id text    COLLATE "C" NOT NULL,
+    event_type text    NOT NULL,
+    payload    text    NOT NULL,
+    error      text    NOT NULL,
+    attempts   integer NOT NULL,
+    dead_at    bigint  NOT NULL,
+    PRIMARY KEY (consumer, message_id)
+);
+
+-- `debit`: balances, and every applied debit under its payment id. The
+-- payment id is the ledger's own key (one payment, one debit): a second
+-- line of defence behind the inbox.
+CREATE TABLE IF NOT EXISTS accounts (
+    id      bigint PRIMARY KEY,
+    balance bigint NOT NULL
+);
+CREATE TABLE IF NOT EXISTS debits (
+    payment_id text   COLLATE "C" PRIMARY KEY,
+    account    bigint NOT NULL,
+    amount     bigint NOT NULL
+);
+
+-- `notify`: the notifications outbox, one row per event and channel. The
+-- key must include the channel (one event, one email AND one push) and
+-- nothing more (a repeat of the event is the same notification).
+CREATE TABLE IF NOT EXISTS notifications (
+    event_id text   COLLATE "C" NOT NULL,
+    channel  text   NOT NULL,
+    account  bigint NOT NULL,
+    body     text   NOT NULL,
+    UNIQUE (event_id, channel)
+);

@@ -1,0 +1,132 @@
+//! Database faults on PostgreSQL: the server kills the worker's connection
+//! in the middle of a batch, or a lock or statement timeout fires. Each
+//! fails the whole batch with a clear error; nothing is recorded, so
+//! nothing may be acknowledged, and nothing counts as a failed attempt of
+//! the message; the inbox reconnects and the same deliveries then apply
+//! exactly once.
+
+use std::sync::Arc;
+
+use {{crate_name}}::event::Event;
+use {{crate_name}}::handler::{Handler, HandlerError};
+use {{crate_name}}::handlers::{Debit, Tables};
+use {{crate_name}}::inbox::{DeadLetters, Delivery, Inbox, Outcome, Policy};
+use {{crate_name}}::message::Message;
+use {{crate_name}}::store::Store;
+
+use crate::support::database::{Fixture, server_url};
+use crate::support::harness::{Expected, RealInbox, fixture_for, inbox_rows, state_of};
+use crate::support::subjects::{DebitSubject, payments};
+
+/// Checks that the batch failed as a storage fault and left nothing, then
+/// that the same deliveries apply once on a second try.
+fn fails_cleanly_then_recovers(
+    fixture: &Fixture,
+    inbox: &mut impl Inbox,
+    deliveries: &[Delivery<'_>],
+    expected_error: &str,
+    fix_it: impl FnOnce(),
+) {
+    let subject = DebitSubject::real();
+    let error = inbox.deliver_batch(deliveries).unwrap_err();
+    assert!(error.is_storage_fault(), "{error}");
+    assert!(error.to_string().contains(expected_error), "unclear error: {error}");
+    assert_eq!(inbox_rows(fixture, "debit"), 0, "nothing recorded");
+    let nothing = Expected::of(&subject, &[]).unwrap();
+    assert!(nothing.problems(&state_of(fixture, &subject)).is_empty(), "nothing applied");
+    let mut reader = fixture.database().inbox(Policy::default()).unwrap();
+    assert_eq!(
+        reader.failures("debit", "pay-00001").unwrap(),
+        0,
+        "a storage fault is not the message's fault"
+    );
+
+    fix_it();
+    let outcomes = inbox.deliver_batch(deliveries).unwrap();
+    assert!(outcomes.iter().all(|o| *o == Outcome::Applied), "{outcomes:?}");
+    let messages: Vec<Message> = deliveries.iter().map(|d| d.message.clone()).collect();
+    let all = Expected::of(&subject, &messages).unwrap();
+    assert!(all.problems(&state_of(fixture, &subject)).is_empty());
+    assert_eq!(inbox_rows(fixture, "debit"), messages.len());
+}
+
+/// `debit`, except that before applying the chosen message it has the
+/// server terminate the connection the delivery runs on.
+struct KillsItsConnection {
+    backend: i32,
+    at: String,
+    done: std::sync::atomic::AtomicBool,
+}
+
+impl Handler for KillsItsConnection {
+    fn consumer(&self) -> &'static str {
+        Debit.consumer()
+    }
+    fn subscribes_to(&self, event: &Event) -> bool {
+        Debit.subscribes_to(event)
+    }
+    fn apply(&self, tables: &mut dyn Tables, message: &Message) -> Result<(), HandlerError> {
+        if message.id.as_str() == self.at && !self.done.swap(true, std::sync::atomic::Ordering::SeqCst) {
+            let mut admin = postgres::Client::connect(&server_url(), postgres::NoTls)?;
+            admin.execute("SELECT pg_terminate_backend($1)", &[&self.backend])?;
+        }
+        Debit.apply(tables, message)
+    }
+}
+
+#[test]
+fn a_connection_killed_mid_batch_fails_the_batch_and_the_inbox_reconnects() {
+    let fixture = fixture_for(&RealInbox::BATCHED, &[&DebitSubject::real()]);
+    let mut inbox = fixture.database().inbox(Policy::default()).unwrap();
+    let backend: i32 = inbox
+        .client()
+        .unwrap()
+        .query_one("SELECT pg_backend_pid()", &[])
+        .unwrap()
+        .get(0);
+    let killer = Arc::new(KillsItsConnection {
+        backend,
+        at: "pay-00150".into(),
+        done: Default::default(),
+    });
+    let messages = payments(300);
+    let deliveries: Vec<_> = messages
+        .iter()
+        .map(|message| Delivery {
+            handler: killer.as_ref(),
+            message,
+        })
+        .collect();
+    fails_cleanly_then_recovers(&fixture, &mut inbox, &deliveries, "database unavailable", || {});
+}
+
+fn lock_the_account_then(timeout: &str, expected_error: &str) {
+    let fixture = fixture_for(&RealInbox::BATCHED, &[&DebitSubject::real()]);
+    let mut inbox = fixture.database().inbox(Policy::default()).unwrap();
+    inbox.client().unwrap().batch_execute(timeout).unwrap();
+    let mut holder = fixture.database().connect().unwrap();
+    holder
+        .batch_execute("BEGIN; SELECT * FROM accounts FOR UPDATE;")
+        .unwrap();
+    let messages = payments(50);
+    let deliveries: Vec<_> = messages
+        .iter()
+        .map(|message| Delivery {
+            handler: &Debit,
+            message,
+        })
+        .collect();
+    fails_cleanly_then_recovers(&fixture, &mut inbox, &deliveries, expected_error, || {
+        holder.batch_execute("ROLLBACK").unwrap()
+    });
+}
+
+#[test]
+fn a_lock_timeout_fails_the_batch_and_the_next_one_applies() {
+    lock_the_account_then("SET lock_timeout = '200ms'", "database unavailable");
+}
+
+#[test]
+fn a_statement_timeout_fails_the_batch_and_the_next_one_applies() {
+    lock_the_account_then("SET statement_timeout = '200ms'", "database unavailable");
+}

@@ -1,0 +1,230 @@
+//! Broken designs that only PostgreSQL has, and broken keys written in
+//! PostgreSQL's SQL: each with the scenario that must catch it (see
+//! `teeth`).
+
+use postgres::error::SqlState;
+
+use {{crate_name}}::handler::Handler;
+use {{crate_name}}::inbox::{Delivery, Inbox, Outcome, StorageError};
+use {{crate_name}}::message::Message;
+
+use super::{Fixture, PgRaw};
+use crate::support::broken::{Trap, WithSchema, one_at_a_time};
+use crate::support::harness::{InboxUnderTest, Scenario, now_millis};
+use crate::support::raw::Raw;
+
+/// The traps of this database, for `teeth`.
+pub fn traps() -> Vec<Trap> {
+    vec![
+        Trap {
+            inbox: Box::new(keyed_by_message_id()),
+            passes: vec![Scenario::RunTwice, Scenario::Parallel],
+            caught_by: Scenario::BothConsumers,
+        },
+        Trap {
+            inbox: Box::new(UniqueViolationWithoutSavepoint),
+            passes: vec![],
+            caught_by: Scenario::RunTwice,
+        },
+        Trap {
+            inbox: Box::new(SelectForUpdateFirst),
+            passes: vec![Scenario::RunTwice],
+            caught_by: Scenario::Parallel,
+        },
+        Trap {
+            inbox: Box::new(OnConflictResultIgnored),
+            passes: vec![],
+            caught_by: Scenario::RunTwice,
+        },
+    ]
+}
+
+/// The inbox keyed by message id alone. Passes every single-consumer test.
+/// Caught by both consumers: once `debit` has recorded a message, `notify`
+/// finds its id taken and never sends the notifications.
+pub fn keyed_by_message_id() -> WithSchema {
+    WithSchema {
+        name: "inbox keyed by message id alone",
+        patch: "DROP TABLE inbox CASCADE;
+                CREATE TABLE inbox (
+                    consumer    text   NOT NULL,
+                    message_id  text   COLLATE \"C\" NOT NULL PRIMARY KEY,
+                    received_at bigint NOT NULL
+                );",
+    }
+}
+
+/// Broken unique keys on the `debit` ledger's `debits` table.
+pub fn broken_ledger_keys() -> Vec<WithSchema> {
+    vec![
+        WithSchema {
+            name: "debits with no unique key",
+            patch: "DROP TABLE debits;
+                    CREATE TABLE debits (payment_id text NOT NULL, account bigint NOT NULL, amount bigint NOT NULL);",
+        },
+        WithSchema {
+            name: "debits unique per account (too coarse)",
+            patch: "DROP TABLE debits;
+                    CREATE TABLE debits (payment_id text NOT NULL, account bigint NOT NULL UNIQUE, amount bigint NOT NULL);",
+        },
+        WithSchema {
+            name: "debits unique per payment and amount (too fine)",
+            patch: "DROP TABLE debits;
+                    CREATE TABLE debits (payment_id text NOT NULL, account bigint NOT NULL, amount bigint NOT NULL,
+                                         PRIMARY KEY (payment_id, amount));",
+        },
+    ]
+}
+
+/// Broken unique keys on the `notify` outbox.
+pub fn broken_outbox_keys() -> Vec<WithSchema> {
+    vec![
+        WithSchema {
+            name: "notifications with no unique key",
+            patch: "DROP TABLE notifications;
+                    CREATE TABLE notifications (event_id text NOT NULL, channel text NOT NULL,
+                                                account bigint NOT NULL, body text NOT NULL);",
+        },
+        WithSchema {
+            name: "notifications unique per event (too coarse)",
+            patch: "DROP TABLE notifications;
+                    CREATE TABLE notifications (event_id text NOT NULL UNIQUE, channel text NOT NULL,
+                                                account bigint NOT NULL, body text NOT NULL);",
+        },
+        WithSchema {
+            name: "notifications unique per event, channel and account (too fine)",
+            patch: "DROP TABLE notifications;
+                    CREATE TABLE notifications (event_id text NOT NULL, channel text NOT NULL,
+                                                account bigint NOT NULL, body text NOT NULL,
+                                                UNIQUE (event_id, channel, account));",
+        },
+    ]
+}
+
+/// A batch in one transaction, the inbox row inserted plainly and a unique
+/// violation (23505) caught as "duplicate", but without a savepoint. On
+/// PostgreSQL the failed INSERT aborts the whole transaction (every later
+/// statement fails with 25P02) and its COMMIT becomes a ROLLBACK: the rest
+/// of the batch is reported failed, and the deliveries reported applied
+/// before the duplicate are lost. Caught by run twice, whose second round
+/// is all duplicates.
+pub struct UniqueViolationWithoutSavepoint;
+
+struct NoSavepoint(PgRaw);
+
+impl Inbox for NoSavepoint {
+    fn deliver_batch(&mut self, batch: &[Delivery<'_>]) -> Result<Vec<Outcome>, StorageError> {
+        self.0.begin()?;
+        let mut outcomes = Vec::new();
+        for d in batch {
+            let inserted = self.0.client().execute(
+                "INSERT INTO inbox (consumer, message_id, received_at) VALUES ($1, $2, $3)",
+                &[&d.handler.consumer(), &d.message.id.as_str(), &now_millis()],
+            );
+            outcomes.push(match inserted {
+                Err(error) if error.code() == Some(&SqlState::UNIQUE_VIOLATION) => {
+                    Outcome::Duplicate
+                }
+                Err(error) => Outcome::Failed(error.to_string()),
+                Ok(_) => match self.0.apply(d.handler, d.message) {
+                    Ok(()) => Outcome::Applied,
+                    Err(error) => Outcome::Failed(error.to_string()),
+                },
+            });
+        }
+        self.0.commit()?;
+        Ok(outcomes)
+    }
+}
+
+impl InboxUnderTest for UniqueViolationWithoutSavepoint {
+    fn name(&self) -> String {
+        "unique violation caught without a savepoint".into()
+    }
+    fn open(&self, fixture: &Fixture) -> Box<dyn Inbox> {
+        Box::new(NoSavepoint(PgRaw::new(
+            fixture.database().connect().expect("connect"),
+        )))
+    }
+}
+
+/// `SELECT ... FOR UPDATE` of the inbox row before inserting it, as if the
+/// lock made the check safe. A row that does not exist yet locks nothing,
+/// so this is still check-then-act: passes run twice, caught by parallel.
+pub struct SelectForUpdateFirst;
+
+impl InboxUnderTest for SelectForUpdateFirst {
+    fn name(&self) -> String {
+        "SELECT ... FOR UPDATE before the insert".into()
+    }
+    fn open(&self, fixture: &Fixture) -> Box<dyn Inbox> {
+        Box::new(ForUpdate(PgRaw::new(
+            fixture.database().connect().expect("connect"),
+        )))
+    }
+}
+
+struct ForUpdate(PgRaw);
+
+impl ForUpdate {
+    fn deliver(&mut self, handler: &dyn Handler, message: &Message) -> Result<Outcome, StorageError> {
+        let (consumer, id) = (handler.consumer(), message.id.as_str());
+        self.0.begin()?;
+        let seen = self.0.client().query_opt(
+            "SELECT 1 FROM inbox WHERE consumer = $1 AND message_id = $2 FOR UPDATE",
+            &[&consumer, &id],
+        )?;
+        if seen.is_some() {
+            self.0.rollback();
+            return Ok(Outcome::Duplicate);
+        }
+        if let Err(error) = self.0.apply(handler, message) {
+            self.0.rollback();
+            return Ok(Outcome::Failed(error.to_string()));
+        }
+        self.0.record(consumer, id, now_millis())?;
+        self.0.commit()?;
+        Ok(Outcome::Applied)
+    }
+}
+
+impl Inbox for ForUpdate {
+    fn deliver_batch(&mut self, batch: &[Delivery<'_>]) -> Result<Vec<Outcome>, StorageError> {
+        Ok(batch
+            .iter()
+            .map(|d| {
+                self.deliver(d.handler, d.message).unwrap_or_else(|error| {
+                    self.0.rollback();
+                    Outcome::Failed(error.to_string())
+                })
+            })
+            .collect())
+    }
+}
+
+/// `INSERT ... ON CONFLICT DO NOTHING` for the inbox row, and the handler
+/// run whatever it returned: the row count that says "duplicate" is thrown
+/// away. Caught by run twice.
+pub struct OnConflictResultIgnored;
+
+impl InboxUnderTest for OnConflictResultIgnored {
+    fn name(&self) -> String {
+        "ON CONFLICT DO NOTHING result ignored".into()
+    }
+    fn open(&self, fixture: &Fixture) -> Box<dyn Inbox> {
+        one_at_a_time(fixture, |raw, handler, message| {
+            raw.begin()?;
+            let _claimed = raw.record(handler.consumer(), message.id.as_str(), now_millis())?;
+            match raw.apply(handler, message) {
+                Ok(()) => {
+                    raw.commit()?;
+                    Ok(Outcome::Applied)
+                }
+                Err(error) => {
+                    raw.rollback();
+                    Ok(Outcome::Failed(error.to_string()))
+                }
+            }
+        })
+    }
+}
