@@ -1,17 +1,66 @@
 //! Generation: every placeholder has a default, the output is what we
 //! expect (snapshots), no template syntax leaks into a generated project,
-//! options reach the code, and bad option values are refused.
+//! options reach the code, each variant holds only its own database's code,
+//! and bad option values are refused.
 
 mod common;
 
 use std::fs;
 
-use common::{cargo_ok, files, generate, kit};
+use common::{POSTGRES, SQLITE, VARIANTS, cargo_ok, files, generate, kit};
 
 #[test]
-fn default_variant_has_the_expected_files() {
+fn each_variant_has_the_expected_files() {
     let project = generate("orders-consumer", &[]);
     insta::assert_snapshot!("file_list", files(&project.root).join("\n"));
+    let project = generate("orders-consumer", POSTGRES.defines);
+    insta::assert_snapshot!("file_list_postgres", files(&project.root).join("\n"));
+}
+
+/// The seam is right when the required tests need no change to move to
+/// another database: `tests/conformance/` is the same, byte for byte, in
+/// every variant.
+#[test]
+fn the_required_tests_are_the_same_files_in_every_variant() {
+    let read = |defines: &[&str]| {
+        let project = generate("orders-consumer", defines);
+        let folder = project.root.join("tests/conformance");
+        let mut contents: Vec<(String, Vec<u8>)> = fs::read_dir(&folder)
+            .unwrap()
+            .map(|entry| {
+                let path = entry.unwrap().path();
+                let name = path.file_name().unwrap().to_string_lossy().into_owned();
+                (name, fs::read(&path).unwrap())
+            })
+            .collect();
+        contents.sort();
+        contents
+    };
+    let sqlite = read(SQLITE.defines);
+    assert!(sqlite.len() >= 10, "{:?}", sqlite.iter().map(|(n, _)| n).collect::<Vec<_>>());
+    for variant in VARIANTS {
+        assert!(read(variant.defines) == sqlite, "{} differs from sqlite", variant.name);
+    }
+}
+
+/// A project holds only its own database's code and dependencies.
+#[test]
+fn each_variant_holds_only_its_own_database() {
+    let postgres = generate("orders-consumer", POSTGRES.defines);
+    for file in files(&postgres.root) {
+        let Ok(text) = fs::read_to_string(postgres.root.join(&file)) else {
+            continue;
+        };
+        let lower = text.to_lowercase();
+        assert!(!lower.contains("rusqlite"), "{file} mentions rusqlite");
+        assert!(!file.contains("sqlite"), "{file} is SQLite's");
+    }
+    let sqlite = generate("orders-consumer", SQLITE.defines);
+    for file in files(&sqlite.root) {
+        let text = fs::read_to_string(sqlite.root.join(&file)).unwrap_or_default();
+        assert!(!text.contains("tokio_postgres") && !text.contains("postgres = "), "{file} is PostgreSQL's");
+        assert!(!file.contains("postgres"), "{file} is PostgreSQL's");
+    }
 }
 
 #[test]
@@ -66,31 +115,39 @@ fn options_reach_the_generated_code() {
     assert!(manifest.contains("name = \"busy-consumer\""));
     // The variant must compile, not just render.
     cargo_ok(&project.root, &["check", "--all-targets"]);
+
+    // Durability is SQLite's: a PostgreSQL project has no such option.
+    let project = generate("busy-consumer", &["database=postgres", "default_workers=8"]);
+    let defaults = fs::read_to_string(project.root.join("src/defaults.rs")).unwrap();
+    assert!(defaults.contains("WORKERS: u16 = 8;"));
+    assert!(!defaults.contains("DURABILITY"), "{defaults}");
 }
 
 #[test]
 fn bad_option_values_are_refused() {
-    let dir = tempfile::tempdir().unwrap();
-    let output = kit()
-        .args(["new", "x-consumer", "--destination"])
-        .arg(dir.path())
-        .args(["--define", "default_workers=zero"])
-        .output()
-        .unwrap();
-    assert!(
-        !output.status.success(),
-        "an invalid worker count was accepted"
-    );
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(
-        stderr.contains("\"zero\" is not a valid value for default_workers"),
-        "unclear error: {stderr}"
-    );
-    let leftovers: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
-    assert!(
-        leftovers.is_empty(),
-        "a failed generation left {leftovers:?} behind"
-    );
+    for (define, expected) in [
+        (
+            "default_workers=zero",
+            "\"zero\" is not a valid value for default_workers",
+        ),
+        ("database=mysql", "\"mysql\" is not a valid value for database"),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let output = kit()
+            .args(["new", "x-consumer", "--destination"])
+            .arg(dir.path())
+            .args(["--define", define])
+            .output()
+            .unwrap();
+        assert!(!output.status.success(), "{define} was accepted");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(stderr.contains(expected), "unclear error for {define}: {stderr}");
+        let leftovers: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+        assert!(
+            leftovers.is_empty(),
+            "a failed generation left {leftovers:?} behind"
+        );
+    }
 }
 
 #[test]

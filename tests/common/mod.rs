@@ -61,15 +61,110 @@ pub fn shared_target_dir() -> PathBuf {
     Path::new(env!("CARGO_TARGET_TMPDIR")).join("generated-target")
 }
 
-/// `cargo <args>` in `project`, with the shared target directory.
+/// `cargo <args>` in `project`, with the shared target directory and the
+/// servers' addresses.
 pub fn cargo(project: &Path, args: &[&str]) -> Output {
     Command::new(env!("CARGO"))
         .args(args)
         .current_dir(project)
         .env("CARGO_TARGET_DIR", shared_target_dir())
+        .env("DATABASE_URL", database_url())
         .env_remove("RUSTFLAGS")
+        .env_remove("RUST_BACKTRACE")
         .output()
         .expect("run cargo")
+}
+
+/// A template variant: its name and the options that select it.
+pub struct Variant {
+    pub name: &'static str,
+    pub defines: &'static [&'static str],
+    /// The servers its tests need.
+    pub servers: &'static [Server],
+}
+
+pub const SQLITE: Variant = Variant {
+    name: "sqlite",
+    defines: &["database=sqlite"],
+    servers: &[],
+};
+
+pub const POSTGRES: Variant = Variant {
+    name: "postgres",
+    defines: &["database=postgres"],
+    servers: &[Server::Postgres],
+};
+
+/// Every variant of the template.
+pub const VARIANTS: [&Variant; 2] = [&SQLITE, &POSTGRES];
+
+/// A server some variant's tests need.
+#[derive(Clone, Copy, Debug)]
+pub enum Server {
+    Postgres,
+}
+
+impl Server {
+    /// `host:port` the server is expected at.
+    fn address(self) -> String {
+        match self {
+            Server::Postgres => {
+                let url = database_url();
+                let rest = url.split_once("://").map_or(url.as_str(), |(_, rest)| rest);
+                let host = rest.rsplit_once('@').map_or(rest, |(_, host)| host);
+                let host = host.split(['/', '?']).next().unwrap_or("127.0.0.1:5432");
+                if host.contains(':') {
+                    host.to_owned()
+                } else {
+                    format!("{host}:5432")
+                }
+            }
+        }
+    }
+
+    fn reachable(self) -> bool {
+        use std::net::{TcpStream, ToSocketAddrs};
+        let Ok(mut addresses) = self.address().to_socket_addrs() else {
+            return false;
+        };
+        addresses.any(|address| {
+            TcpStream::connect_timeout(&address, std::time::Duration::from_secs(2)).is_ok()
+        })
+    }
+}
+
+/// The PostgreSQL server generated projects test against:
+/// `DATABASE_URL`, or the local one.
+pub fn database_url() -> String {
+    std::env::var("DATABASE_URL")
+        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".to_owned())
+}
+
+/// Whether `variant`'s tests can run here. A variant whose server is not
+/// reachable is reported as not run, plainly; with
+/// `INBOX_KIT_REQUIRE_SERVERS=1` (what `.ci/run` sets) it fails instead.
+pub fn can_run(variant: &Variant) -> bool {
+    let missing: Vec<String> = variant
+        .servers
+        .iter()
+        .filter(|server| !server.reachable())
+        .map(|server| format!("{server:?} at {}", server.address()))
+        .collect();
+    if missing.is_empty() {
+        return true;
+    }
+    let message = format!(
+        "NOT RUN: the {} variant's tests need {} (unreachable here)",
+        variant.name,
+        missing.join(" and ")
+    );
+    assert!(
+        std::env::var_os("INBOX_KIT_REQUIRE_SERVERS").is_none(),
+        "{message}, and INBOX_KIT_REQUIRE_SERVERS is set"
+    );
+    eprintln!("{message}");
+    println!("{message}");
+    false
 }
 
 /// Like [`cargo`], but fails the test with cargo's output unless it succeeds.

@@ -70,6 +70,53 @@ impl Fixture {
         }
     }
 
+    /// The database, as the consumer opens it.
+    pub fn database(&self) -> Database {
+        Database::new(&self.path, Settings::default())
+    }
+
+    /// The consumer binary's options that point it at this database.
+    pub fn cli_args(&self) -> Vec<String> {
+        vec!["--db".into(), self.location()]
+    }
+
+    /// What the consumer must never write to its logs: where the database
+    /// is.
+    pub fn secrets(&self) -> Vec<String> {
+        vec![self.location()]
+    }
+
+    /// What SQLite's own consistency check finds wrong, if anything.
+    pub fn integrity_problems(&self) -> Option<String> {
+        let db = self.database().connect().expect("connect");
+        let verdict: String = db
+            .query_row("PRAGMA integrity_check", [], |row| row.get(0))
+            .expect("integrity check");
+        (verdict != "ok").then_some(verdict)
+    }
+
+    /// A connection for hand-written inboxes.
+    pub fn raw(&self) -> Box<dyn Raw> {
+        Box::new(SqliteRaw::new(self.database().connect().expect("connect")))
+    }
+
+    /// Runs SQL statements on the database (schema changes for traps).
+    pub fn execute(&self, sql: &str) {
+        let db = self.database().connect().expect("connect");
+        db.execute_batch(sql)
+            .unwrap_or_else(|error| panic!("{error}:\n{sql}"));
+    }
+
+    /// From now on, every COMMIT that wrote an inbox row fails (`true`), or
+    /// none does (`false`).
+    pub fn fail_commits(&self, fail: bool) {
+        self.execute(if fail {
+            "INSERT INTO tripwire_armed VALUES (1);"
+        } else {
+            "DELETE FROM tripwire_armed;"
+        });
+    }
+
     /// Runs `work` on the handlers' tables in a transaction of its own,
     /// committed (to seed a fixture, or to read its state).
     pub fn with_tables<T>(
