@@ -173,7 +173,7 @@ const CORPUS: [Entry; 5] = [
                 Catches("no failure counting and no dead letters: the broker is asked for redeliveries forever"),
             ),
             (
-                "migration_keeps_processed_ids_duplicates",
+                "migration_keeps_each_consumers_ids_duplicates",
                 Catches("the old key still hides from shipping the orders it skipped"),
             ),
             (
