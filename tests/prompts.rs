@@ -279,7 +279,11 @@ fn composed_commands_match_their_sources() {
         let Some(part) = composed_part(&text) else {
             continue;
         };
-        let expected = compose(&kit_root().join("prompts").join(format!("{}.md", part.source)));
+        let expected = compose(
+            &kit_root()
+                .join("prompts")
+                .join(format!("{}.md", part.source)),
+        );
         assert!(
             part.tail == expected,
             "{} is out of date with prompts/{}.md: run prompts/compose --update",
@@ -412,19 +416,35 @@ fn generated_only_names() -> Vec<GeneratedOnly> {
             add(file_name, "a file name of the template", Scope::Anywhere);
         }
         match parts.as_slice() {
-            ["tests", target, "main.rs"] => add(target, "a test target of the template", Scope::AnyCase),
-            ["tests", file] if file.ends_with(".rs") => {
-                add(file.trim_end_matches(".rs"), "a test target of the template", Scope::AnyCase)
+            ["tests", target, "main.rs"] => {
+                add(target, "a test target of the template", Scope::AnyCase)
             }
+            ["tests", file] if file.ends_with(".rs") => add(
+                file.trim_end_matches(".rs"),
+                "a test target of the template",
+                Scope::AnyCase,
+            ),
             [".claude", "commands", command] => {
                 let command = command.trim_end_matches(".md");
-                add(&format!("/{command}"), "a Claude Code command of the template", Scope::Anywhere);
-                add(command, "a Claude Code command of the template", Scope::Anywhere);
+                add(
+                    &format!("/{command}"),
+                    "a Claude Code command of the template",
+                    Scope::Anywhere,
+                );
+                add(
+                    command,
+                    "a Claude Code command of the template",
+                    Scope::Anywhere,
+                );
             }
             ["src", "cli", command] if *command != "mod.rs" => {
                 let command = command.trim_end_matches(".rs").replace('_', "-");
                 if command.contains('-') {
-                    add(&command, "a command of the generated binary", Scope::Anywhere);
+                    add(
+                        &command,
+                        "a command of the generated binary",
+                        Scope::Anywhere,
+                    );
                 }
             }
             _ => {}
@@ -437,7 +457,11 @@ fn generated_only_names() -> Vec<GeneratedOnly> {
         }
         for variable in environment_variables(&text) {
             if !variable.starts_with("CARGO") && !variable.starts_with("RUST") {
-                add(&variable, "an environment variable of the template", Scope::Anywhere);
+                add(
+                    &variable,
+                    "an environment variable of the template",
+                    Scope::Anywhere,
+                );
             }
         }
         if file.ends_with(".rs") {
@@ -446,19 +470,29 @@ fn generated_only_names() -> Vec<GeneratedOnly> {
                 match keyword {
                     // `mod tests` is every crate's unit tests.
                     "mod" if name == "tests" => {}
-                    "mod" => add(&format!("{name}::"), "a module of the template", Scope::Anywhere),
+                    "mod" => add(
+                        &format!("{name}::"),
+                        "a module of the template",
+                        Scope::Anywhere,
+                    ),
                     "trait" => add(&name, "a trait of the template", Scope::Anywhere),
                     "struct" | "enum" | "type" if humps >= 2 => {
                         add(&name, "a type of the template", Scope::Anywhere)
                     }
-                    "struct" | "enum" | "type" => add(&name, "a type of the template", Scope::CodeSpans),
+                    "struct" | "enum" | "type" => {
+                        add(&name, "a type of the template", Scope::CodeSpans)
+                    }
                     "fn" | "const" | "static"
                         if public
                             && name.contains('_')
                             && !COMMON_IDENTIFIERS.contains(&name.as_str())
                             && !inbox_tables.contains(&name) =>
                     {
-                        add(&name, "a function or constant of the template", Scope::Anywhere)
+                        add(
+                            &name,
+                            "a function or constant of the template",
+                            Scope::Anywhere,
+                        )
                     }
                     _ => {}
                 }
@@ -479,7 +513,11 @@ fn create_table_names(text: &str) -> Vec<String> {
     text.match_indices("CREATE TABLE ")
         .map(|(at, statement)| {
             let rest = &text[at + statement.len()..];
-            identifier_at(rest.strip_prefix("IF NOT EXISTS").unwrap_or(rest).trim_start())
+            identifier_at(
+                rest.strip_prefix("IF NOT EXISTS")
+                    .unwrap_or(rest)
+                    .trim_start(),
+            )
         })
         .filter(|name| !name.is_empty())
         .collect()
@@ -506,8 +544,13 @@ fn rust_items(text: &str) -> Vec<(&'static str, bool, String)> {
             Some(rest) => (true, rest.split_once(' ').map_or("", |(_, rest)| rest)),
             None => (false, line),
         };
-        for keyword in ["struct", "enum", "trait", "type", "fn", "const", "static", "mod"] {
-            if let Some(rest) = rest.strip_prefix(keyword).and_then(|rest| rest.strip_prefix(' ')) {
+        for keyword in [
+            "struct", "enum", "trait", "type", "fn", "const", "static", "mod",
+        ] {
+            if let Some(rest) = rest
+                .strip_prefix(keyword)
+                .and_then(|rest| rest.strip_prefix(' '))
+            {
                 let name = identifier_at(rest);
                 if !name.is_empty() {
                     items.push((keyword, public, name));
@@ -542,7 +585,9 @@ fn mentions(text: &str, name: &GeneratedOnly) -> bool {
     match name.scope {
         Scope::Anywhere => contains_whole(text, &name.name),
         Scope::AnyCase => contains_whole(&text.to_lowercase(), &name.name.to_lowercase()),
-        Scope::CodeSpans => code_spans(text).iter().any(|span| contains_whole(span, &name.name)),
+        Scope::CodeSpans => code_spans(text)
+            .iter()
+            .any(|span| contains_whole(span, &name.name)),
     }
 }
 
@@ -605,7 +650,10 @@ fn retrofit_prompt_names_nothing_only_a_generated_project_has() {
 fn procedure(form: &str, text: &str) -> Vec<Step> {
     step_lists(text)
         .into_iter()
-        .find(|list| list.iter().any(|step| step.title.contains("fail") && step.title.contains("test")))
+        .find(|list| {
+            list.iter()
+                .any(|step| step.title.contains("fail") && step.title.contains("test"))
+        })
         .unwrap_or_else(|| panic!("{form}: no numbered step asks for failing tests"))
 }
 
@@ -621,16 +669,27 @@ fn every_retrofit_step_that_asks_for_code_has_its_tests_written_and_failing_firs
         let committed = steps
             .iter()
             .position(|step| step.title.contains("commit") && step.title.contains("test"))
-            .unwrap_or_else(|| panic!("{form}: no step commits the tests on their own: {titles:?}"));
-        assert!(failing < committed, "{form}: tests are committed before they are written: {titles:?}");
-        let code_steps: Vec<&Step> = steps.iter().filter(|step| asks_for_code(&step.title)).collect();
+            .unwrap_or_else(|| {
+                panic!("{form}: no step commits the tests on their own: {titles:?}")
+            });
+        assert!(
+            failing < committed,
+            "{form}: tests are committed before they are written: {titles:?}"
+        );
+        let code_steps: Vec<&Step> = steps
+            .iter()
+            .filter(|step| asks_for_code(&step.title))
+            .collect();
         assert!(
             code_steps.len() >= 3,
             "{form}: expected separate code steps for the inbox, failure handling and the live data: {titles:?}"
         );
         let reference = format!("step {}", steps[failing].number);
         for step in code_steps {
-            let at = steps.iter().position(|other| std::ptr::eq(other, step)).unwrap();
+            let at = steps
+                .iter()
+                .position(|other| std::ptr::eq(other, step))
+                .unwrap();
             assert!(
                 at > committed,
                 "{form}: step {} ({:?}) asks for code before the tests are written, seen failing and committed: {titles:?}",
@@ -668,16 +727,39 @@ fn retrofit_prompt_asks_for_every_test_before_any_code() {
             "migration",
             "report",
         ] {
-            assert!(asked.contains(test), "{form}: step {} does not ask for the {test} test", failing.number);
+            assert!(
+                asked.contains(test),
+                "{form}: step {} does not ask for the {test} test",
+                failing.number
+            );
         }
         let lower = text.to_lowercase();
         // The rule for tests that pass against wrong code.
-        for design in ["check-then-act", "record-first", "without the consumer", "ignored", "counted"] {
-            assert!(lower.contains(design), "{form}: says nothing of what the tests see of {design}");
+        for design in [
+            "check-then-act",
+            "record-first",
+            "without the consumer",
+            "ignored",
+            "counted",
+        ] {
+            assert!(
+                lower.contains(design),
+                "{form}: says nothing of what the tests see of {design}"
+            );
         }
         // How to make an update fail halfway, and what that does to the transaction.
-        for fact in ["raise(abort", "raise(rollback", "25p02", "savepoint", "trigger", "check"] {
-            assert!(lower.contains(fact), "{form}: the failure-injection advice lacks {fact}");
+        for fact in [
+            "raise(abort",
+            "raise(rollback",
+            "25p02",
+            "savepoint",
+            "trigger",
+            "check",
+        ] {
+            assert!(
+                lower.contains(fact),
+                "{form}: the failure-injection advice lacks {fact}"
+            );
         }
         let titles: Vec<&str> = steps.iter().map(|step| step.title.as_str()).collect();
         for topic in ["redelivery", "live data", "deploy"] {

@@ -57,11 +57,15 @@ const CORPUS: [Entry; 5] = [
             ),
             (
                 "parallel_workers_apply_each_event_once",
-                Catches("check-then-act: several workers pass the SELECT before any of them records the event"),
+                Catches(
+                    "check-then-act: several workers pass the SELECT before any of them records the event",
+                ),
             ),
             (
                 "failure_then_redelivery_applies_once",
-                Catches("no transaction: the debit of the failed attempt stays, and the redelivery debits again"),
+                Catches(
+                    "no transaction: the debit of the failed attempt stays, and the redelivery debits again",
+                ),
             ),
             (
                 "failed_event_is_retried_without_a_resend",
@@ -73,14 +77,19 @@ const CORPUS: [Entry; 5] = [
             ),
             (
                 "migration_keeps_processed_ids_duplicates",
-                Passes("the original reads processed_events itself; the test guards the retrofit's migration"),
+                Passes(
+                    "the original reads processed_events itself; the test guards the retrofit's migration",
+                ),
             ),
             (
                 "report_lists_past_double_applications",
                 Catches("nothing reports the events check-then-act already applied twice"),
             ),
         ],
-        mutants: &[("forget-migration", &["migration_keeps_processed_ids_duplicates"])],
+        mutants: &[(
+            "forget-migration",
+            &["migration_keeps_processed_ids_duplicates"],
+        )],
     },
     Entry {
         name: "record-first",
@@ -96,15 +105,21 @@ const CORPUS: [Entry; 5] = [
             ),
             (
                 "failure_then_redelivery_reserves_once",
-                Catches("record-first: the id is committed before the update fails, so the redelivery is taken for a duplicate and the reservation is lost"),
+                Catches(
+                    "record-first: the id is committed before the update fails, so the redelivery is taken for a duplicate and the reservation is lost",
+                ),
             ),
             (
                 "poison_message_is_counted_then_dead_lettered",
-                Catches("no failure counting and no dead letters: the second delivery is acknowledged as a duplicate"),
+                Catches(
+                    "no failure counting and no dead letters: the second delivery is acknowledged as a duplicate",
+                ),
             ),
             (
                 "migration_keeps_processed_ids_duplicates",
-                Passes("the original reads processed itself; the test guards the retrofit's migration"),
+                Passes(
+                    "the original reads processed itself; the test guards the retrofit's migration",
+                ),
             ),
             (
                 "report_lists_lost_messages",
@@ -114,7 +129,10 @@ const CORPUS: [Entry; 5] = [
         // The report reads the migrated inbox, so it misses the lost ids too.
         mutants: &[(
             "forget-migration",
-            &["migration_keeps_processed_ids_duplicates", "report_lists_lost_messages"],
+            &[
+                "migration_keeps_processed_ids_duplicates",
+                "report_lists_lost_messages",
+            ],
         )],
     },
     Entry {
@@ -123,19 +141,27 @@ const CORPUS: [Entry; 5] = [
         tests: &[
             (
                 "run_twice_awards_once",
-                Catches("the zero-row result of ON CONFLICT DO NOTHING is ignored: every duplicate awards again"),
+                Catches(
+                    "the zero-row result of ON CONFLICT DO NOTHING is ignored: every duplicate awards again",
+                ),
             ),
             (
                 "parallel_workers_award_once",
-                Catches("the zero-row result of ON CONFLICT DO NOTHING is ignored: every worker awards"),
+                Catches(
+                    "the zero-row result of ON CONFLICT DO NOTHING is ignored: every worker awards",
+                ),
             ),
             (
                 "failure_then_redelivery_awards_once",
-                Passes("one transaction: the failed attempt leaves nothing behind, inbox row included"),
+                Passes(
+                    "one transaction: the failed attempt leaves nothing behind, inbox row included",
+                ),
             ),
             (
                 "poison_message_is_counted_then_dead_lettered",
-                Catches("no failure counting and no dead letters: the broker is asked for redeliveries forever"),
+                Catches(
+                    "no failure counting and no dead letters: the broker is asked for redeliveries forever",
+                ),
             ),
             (
                 "migration_keeps_inbox_ids_duplicates",
@@ -143,7 +169,9 @@ const CORPUS: [Entry; 5] = [
             ),
             (
                 "report_lists_past_double_awards",
-                Catches("nothing reports the double awards, and nothing keeps the unique key off a table that holds them"),
+                Catches(
+                    "nothing reports the double awards, and nothing keeps the unique key off a table that holds them",
+                ),
             ),
         ],
         mutants: &[],
@@ -166,11 +194,15 @@ const CORPUS: [Entry; 5] = [
             ),
             (
                 "two_consumers_each_apply_once",
-                Catches("the key is the message id alone: shipping finds billing's record and never ships"),
+                Catches(
+                    "the key is the message id alone: shipping finds billing's record and never ships",
+                ),
             ),
             (
                 "poison_message_is_counted_then_dead_lettered",
-                Catches("no failure counting and no dead letters: the broker is asked for redeliveries forever"),
+                Catches(
+                    "no failure counting and no dead letters: the broker is asked for redeliveries forever",
+                ),
             ),
             (
                 "migration_keeps_each_consumers_ids_duplicates",
@@ -193,7 +225,9 @@ const CORPUS: [Entry; 5] = [
             ),
             (
                 "parallel_workers_credit_once",
-                Catches("check-then-act: SELECT ... FOR UPDATE locks nothing while the row does not exist"),
+                Catches(
+                    "check-then-act: SELECT ... FOR UPDATE locks nothing while the row does not exist",
+                ),
             ),
             (
                 "failure_then_redelivery_credits_once",
@@ -201,18 +235,25 @@ const CORPUS: [Entry; 5] = [
             ),
             (
                 "poison_message_is_counted_then_dead_lettered",
-                Catches("no failure counting and no dead letters: the broker is asked for redeliveries forever"),
+                Catches(
+                    "no failure counting and no dead letters: the broker is asked for redeliveries forever",
+                ),
             ),
             (
                 "migration_keeps_processed_ids_duplicates",
-                Passes("the original reads processed itself; the test guards the retrofit's migration"),
+                Passes(
+                    "the original reads processed itself; the test guards the retrofit's migration",
+                ),
             ),
             (
                 "report_lists_past_double_credits",
                 Catches("nothing reports the credits check-then-act already applied twice"),
             ),
         ],
-        mutants: &[("forget-migration", &["migration_keeps_processed_ids_duplicates"])],
+        mutants: &[(
+            "forget-migration",
+            &["migration_keeps_processed_ids_duplicates"],
+        )],
     },
 ];
 
@@ -227,11 +268,10 @@ const DEFAULT_DATABASE_URL: &str = "postgres://postgres@127.0.0.1:5432/test";
 fn require_postgres(entry: &str) {
     let url = std::env::var("DATABASE_URL").unwrap_or_else(|_| DEFAULT_DATABASE_URL.to_owned());
     let after_scheme = url.split_once("://").map_or(url.as_str(), |(_, rest)| rest);
-    let authority = after_scheme
-        .split(['/', '?'])
-        .next()
-        .unwrap_or_default();
-    let host_port = authority.rsplit_once('@').map_or(authority, |(_, host)| host);
+    let authority = after_scheme.split(['/', '?']).next().unwrap_or_default();
+    let host_port = authority
+        .rsplit_once('@')
+        .map_or(authority, |(_, host)| host);
     if host_port.is_empty() {
         return; // a Unix socket: the corpus tests report a failure themselves
     }
@@ -241,7 +281,8 @@ fn require_postgres(entry: &str) {
         format!("{host_port}:5432")
     };
     let reachable = address.to_socket_addrs().is_ok_and(|mut addresses| {
-        addresses.any(|address| TcpStream::connect_timeout(&address, Duration::from_secs(3)).is_ok())
+        addresses
+            .any(|address| TcpStream::connect_timeout(&address, Duration::from_secs(3)).is_ok())
     });
     assert!(
         reachable,
@@ -345,7 +386,9 @@ fn assert_outcome(entry: &Entry, variant: &str, run: &Run, failing: &[(&str, &st
                 passed,
                 "{}, {variant}: `{name}` failed, yet it should pass ({why}):\n{}",
                 entry.name,
-                run.failures.get(*name).map_or(run.log.as_str(), String::as_str)
+                run.failures
+                    .get(*name)
+                    .map_or(run.log.as_str(), String::as_str)
             );
         }
     }
@@ -382,7 +425,8 @@ fn judge(name: &str) {
     for (mutant, catchers) in entry.mutants {
         let features = format!("retrofitted,{mutant}");
         let flaw = format!("the retrofit built with `{mutant}`");
-        let failing: Vec<(&str, &str)> = catchers.iter().map(|name| (*name, flaw.as_str())).collect();
+        let failing: Vec<(&str, &str)> =
+            catchers.iter().map(|name| (*name, flaw.as_str())).collect();
         assert_outcome(entry, &features, &run(entry, &features), &failing);
     }
 }
@@ -428,7 +472,12 @@ fn every_corpus_folder_is_an_entry() {
     assert_eq!(folders, entries, "corpus folders and CORPUS entries differ");
     for entry in &CORPUS {
         let dir = corpus_dir().join(entry.name);
-        for file in ["Cargo.toml", "Cargo.lock", "tests/required.rs", "src/lib.rs"] {
+        for file in [
+            "Cargo.toml",
+            "Cargo.lock",
+            "tests/required.rs",
+            "src/lib.rs",
+        ] {
             assert!(dir.join(file).is_file(), "{}: no {file}", entry.name);
         }
         let manifest = std::fs::read_to_string(dir.join("Cargo.toml")).unwrap();
@@ -437,9 +486,17 @@ fn every_corpus_folder_is_an_entry() {
             "{}: its Cargo.toml needs an empty [workspace] so it never joins another",
             entry.name
         );
-        assert!(manifest.contains("retrofitted = []"), "{}: no `retrofitted` feature", entry.name);
+        assert!(
+            manifest.contains("retrofitted = []"),
+            "{}: no `retrofitted` feature",
+            entry.name
+        );
         for (mutant, _) in entry.mutants {
-            assert!(manifest.contains(&format!("{mutant} = [")), "{}: no `{mutant}` feature", entry.name);
+            assert!(
+                manifest.contains(&format!("{mutant} = [")),
+                "{}: no `{mutant}` feature",
+                entry.name
+            );
         }
     }
     let kit_manifest = std::fs::read_to_string(kit_root().join("Cargo.toml")).unwrap();
