@@ -146,6 +146,10 @@ reject() {
 
 # ---------------------------------------------------------------- test functions
 
+# Separates fields in the lists below (not a tab: bash merges empty fields
+# between tabs when reading).
+sep=$'\037'
+
 # Prints "name<TAB>text" for each #[test] function of a Rust file on stdin,
 # the text without whitespace or trailing commas. A function ends at the
 # first line that is a `}` at its own indentation (formatted code).
@@ -172,13 +176,13 @@ test_functions() {
 # The whole file without whitespace or trailing commas.
 normalized() { tr -d ' \t\r\n' | sed -e 's/,)/)/g' -e 's/,]/]/g' -e 's/,}/}/g'; }
 
-# "target<TAB>module prefix" of an integration test file at a commit, or
+# "target<sep>module prefix" of an integration test file at a commit, or
 # nothing if the file is not part of a test target.
 target_of() {
     local file=$1 commit=$2 rest dir
     rest=${file#tests/}
     if [[ $rest != */* ]]; then
-        printf '%s\t\n' "${rest%.rs}"
+        printf '%s\037\n' "${rest%.rs}"
         return
     fi
     dir=${rest%%/*}
@@ -187,12 +191,12 @@ target_of() {
     rest=${rest%.rs}
     rest=${rest%/mod}
     [[ $rest == main ]] && rest="" || rest="${rest//\//::}::"
-    printf '%s\t%s\n' "$dir" "$rest"
+    printf '%s\037%s\n' "$dir" "$rest"
 }
 
 show() { git show "$1:$prefix$2" 2>/dev/null; }
 
-# For each red commit: its tests, as lines "target<TAB>prefix<TAB>name<TAB>file".
+# For each red commit: its tests, as lines "target<sep>prefix<sep>name<sep>file".
 declare -A red_tests=()
 red_commits=()
 src_seen=0
@@ -229,7 +233,7 @@ for c in "${commits[@]}"; do
             continue
         fi
         for name in "${new[@]}"; do
-            tests_here+="$where"$'\t'"$name"$'\t'"$file"$'\n'
+            tests_here+="$where$sep$name$sep$file"$'\n'
         done
     done
     if [[ -n $tests_here ]]; then
@@ -259,14 +263,14 @@ checkout() {
     printf '%s\n' "$worktree/$prefix"
 }
 
-# Runs the tests listed in $work/list ("target<TAB>prefix<TAB>name<TAB>file")
+# Runs the tests listed in $work/list ("target<sep>prefix<sep>name<sep>file")
 # in folder $1; the output of each target goes to $work/run.TARGET.
 run_tests() {
     local dir=$1 target names build_target=$main_target
     [[ $dir == "$worktree"* ]] && build_target=$worktree_target
-    cut -f1 "$work/list" | sort -u >"$work/targets"
+    cut -d "$sep" -f1 "$work/list" | sort -u >"$work/targets"
     while IFS= read -r target; do
-        mapfile -t names < <(awk -F'\t' -v t="$target" '$1 == t { print $3 }' "$work/list" | sort -u)
+        mapfile -t names < <(awk -F'\037' -v t="$target" '$1 == t { print $3 }' "$work/list" | sort -u)
         (cd "$dir" && CARGO_TARGET_DIR=$build_target cargo test --no-fail-fast --test "$target" -- "${names[@]}") >"$work/run.$target" 2>"$work/err.$target"
     done <"$work/targets"
 }
@@ -341,40 +345,58 @@ judge() {
 }
 
 # Red: newest first, so a test weakened at the end is caught before anything
-# else is built.
+# else is built. Every test of a commit is judged before rejecting it.
 for ((i = ${#red_commits[@]} - 1; i >= 0; i--)); do
     c=${red_commits[i]}
+    at="$(short "$c") \"$(subject "$c")\""
     printf '%s' "${red_tests[$c]}" >"$work/list"
-    count=$(wc -l <"$work/list" | tr -d ' ')
-    say "red commit $(short "$c") \"$(subject "$c")\": $count new or changed test(s), which must fail there"
+    say "red commit $at: $(wc -l <"$work/list" | tr -d ' ') new or changed test(s), which must fail there"
     dir=$(checkout "$c")
     run_tests "$dir"
-    while IFS=$'\t' read -r target modprefix name file; do
+    for target in $(cut -d "$sep" -f1 "$work/list" | sort -u); do
+        if ! grep -q '^running [0-9]* tests*$' "$work/run.$target"; then
+            say "$(grep -E -A 6 '^error' "$work/err.$target" | head -n 24)"
+            reject "the tests of $(short "$c") do not build there (cargo test --test $target): a red test must build and fail on an assertion; commit a stub with them so they compile"
+        fi
+    done
+    problems=()
+    while IFS=$sep read -r target modprefix name file; do
         result_of "$work/run.$target" "$modprefix" "$name" >"$work/result"
         IFS=$'\t' read -r full status <"$work/result"
         loc=$(sed -n 2p "$work/result")
         message=$(sed -n '3,$p' "$work/result")
         case $status in
-            ok) reject "$full passes at $(short "$c"), where it was added or changed: it must fail there. The implementation came with or before it, or the test was changed after the implementation (weakened?)" ;;
-            ignored) reject "$full is #[ignore]d at $(short "$c"): it must run and fail there" ;;
-            missing)
-                if grep -q 'could not compile\|^error' "$work/err.$target"; then
-                    say "$(grep -m 5 -E '^error' "$work/err.$target")"
-                    reject "$full does not build at $(short "$c"): a red test must build and fail on an assertion (add a stub so it compiles)"
-                fi
-                reject "$full did not run at $(short "$c") (cargo test --test $target)"
-                ;;
+            ok) problems+=("$full passes at $(short "$c")")
+                say "  PASSES, but must fail here  $full"
+                continue ;;
+            ignored) problems+=("$full is #[ignore]d at $(short "$c")")
+                say "  IGNORED, but must fail here  $full"
+                continue ;;
+            missing) problems+=("$full did not run at $(short "$c") (cargo test --test $target)")
+                say "  DID NOT RUN  $full"
+                continue ;;
         esac
         verdict=$(judge "$dir" "$loc" "$message")
         if [[ $verdict == not:* ]]; then
-            say "  $full fails at $(short "$c"), but ${verdict#not: }:"
-            say "$(printf '%s' "$message" | sed 's/^/      /')"
-            reject "$full does not fail on an assertion at $(short "$c"): ${verdict#not: }"
+            problems+=("$full fails at $(short "$c") but not on an assertion: ${verdict#not: }")
+            say "  FAILS, but not on an assertion  $full"
+        else
+            say "  FAILS as it should  $full"
         fi
-        say "  FAILS as it should  $full"
-        say "      at $loc, $verdict:"
+        say "      at $loc, ${verdict#not: }:"
         say "$(printf '%s' "$message" | sed 's/^/      /')"
     done <"$work/list"
+    if ((${#problems[@]})); then
+        say "REJECTED: the tests added or changed in $at must fail there, on an assertion:"
+        printf '  - %s\n' "${problems[@]}" | tee -a "$evidence"
+        if printf '%s\n' "${problems[@]}" | grep -q ' passes at '; then
+            say "A test that passes where it was added or changed came with or after its implementation, or was changed after it (weakened?)."
+        fi
+        if printf '%s\n' "${problems[@]}" | grep -q 'not on an assertion'; then
+            say "A red test must reach its assertions: make the stub return a value (not todo!()) and the set-up succeed, so that what fails is the expected value."
+        fi
+        exit 1
+    fi
 done
 
 # Green: every red test passes at HEAD.
@@ -388,7 +410,7 @@ else
 fi
 say "green at HEAD $(short "$head") ($where):"
 run_tests "$dir"
-while IFS=$'\t' read -r target modprefix name file; do
+while IFS=$sep read -r target modprefix name file; do
     result_of "$work/run.$target" "$modprefix" "$name" >"$work/result"
     IFS=$'\t' read -r full status <"$work/result"
     case $status in

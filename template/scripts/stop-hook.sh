@@ -189,6 +189,7 @@ sections=()  # one text per failing test, each already bounded
 details=()   # build, clippy and fmt diagnostics, each already bounded
 notes=()     # what could not be checked
 build_broken=0
+history_rejected=0
 
 # Stdin cut to its first $1 bytes, at a line end where possible, never
 # inside a UTF-8 character.
@@ -309,6 +310,7 @@ if ((${#summary[@]} == 0)) && [[ -x $here/red-before-green.sh ]] && git rev-pars
     case $? in
         0) ;;
         1)
+            history_rejected=1
             summary+=("the new tests were not seen failing before the implementation (scripts/red-before-green.sh)")
             details+=("== scripts/red-before-green.sh: rejected ==
 $(first_bytes 4000 <"$work/red-green")")
@@ -360,9 +362,14 @@ echo "$blocks" >"$session_dir/blocks"
 
 # The reason: headline, every failing name, what to do, then the failures
 # until the budget is spent, then the other checks' diagnostics.
+if ((history_rejected && ${#summary[@]} == 1)); then
+    advice="Rewrite the change's history so the failing tests come first: commit the new tests with a stub (they must build and fail on their assertions), then the implementation; a test changed after the implementation must be seen failing again. If the change alters no behaviour, say so with a line \`Red-Green: exempt <why>\` in its commit message."
+else
+    advice="Fix the code, never the tests."
+fi
 reason="$headline${name_list:+
 $name_list}
-Fix the code, never the tests, and stop again (block $blocks of $max_blocks in this session; the same failures on unchanged files let you stop).
+$advice Then stop again (block $blocks of $max_blocks in this session; the same failures on unchanged files let you stop).
 "
 tail_text=""
 for detail in "${details[@]}"; do tail_text+=$'\n'"$detail"$'\n'; done
