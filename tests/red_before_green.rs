@@ -76,6 +76,17 @@ fn accepts_tests_seen_failing_first_and_rejects_every_other_history() {
     // The Stop hook runs the same check (its verdict is cached by commit).
     Stop::new(root, "red-green-accepted").run().assert_allowed();
 
+    // A follow-up change to src/ alone (a refactor) needs no new test.
+    let handler = root.join(consumer.handler.path);
+    let text = std::fs::read_to_string(&handler).unwrap();
+    std::fs::write(&handler, text + "// tidied\n").unwrap();
+    let accepted = repo.commit_all("loyalty: tidy");
+    let (code, out) = red_green(root, &[]);
+    assert_eq!(
+        code, 0,
+        "a follow-up to an accepted change was rejected:\n{out}"
+    );
+
     // A test weakened after the implementation.
     consumer.weaken.apply(root);
     format();
@@ -159,6 +170,13 @@ fn accepts_tests_seen_failing_first_and_rejects_every_other_history() {
         )),
         "{out}"
     );
+
+    // Work done on main itself, in a repository with no remote: checked
+    // from the root commit.
+    repo.branch("main", &accepted);
+    let (code, out) = red_green(root, &[]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("(the root commit: no remote"), "{out}");
 }
 
 /// One red test for the right reason and two for wrong ones.

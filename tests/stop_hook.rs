@@ -209,7 +209,7 @@ fn never_blocks_forever() {
         "which tests fail is not said: {message}"
     );
 
-    // The same failures on an unchanged tree: blocking again would not help.
+    // Still failing and nothing changed: blocking again would not help.
     let session = "no-progress";
     let first = Stop::new(root, session).run();
     assert!(
@@ -224,7 +224,7 @@ fn never_blocks_forever() {
     );
     let message = unchanged.system_message().expect("a message");
     assert!(
-        message.contains("unchanged") && message.contains("NOT done"),
+        message.contains("nothing changed since the last block") && message.contains("NOT done"),
         "{message}"
     );
 

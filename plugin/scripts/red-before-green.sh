@@ -6,10 +6,12 @@
 #
 # The change is the commits in BASE..HEAD (merge commits skipped). BASE is
 # the argument, else $RED_GREEN_BASE, else where this branch left the main
-# line: the merge-base with origin/HEAD, else with the branch's upstream,
-# else with a local main or master; else the root commit (a repository with
-# one branch and no remote yet: set RED_GREEN_BASE once it holds more than
-# one change). CI passes the pull request's base.
+# line: the merge-base with origin/HEAD, else with the branch's upstream
+# (if HEAD is on either, all is pushed and there is nothing to check), else
+# with a local main or master. A repository with no remote and its work on
+# main is checked from its root commit; a red commit proven once is
+# remembered, so each run builds only new ones. CI passes the pull
+# request's base.
 #
 # If no commit of the change touches src/, there is nothing to check.
 # Otherwise every commit that changes a file under tests/ is a "red" commit
@@ -37,7 +39,8 @@
 #
 # Prints the evidence: each test, how it failed at its red commit, and the
 # passing run at HEAD. Exit 0: accepted (or nothing to check); 1: rejected;
-# 2: usage or environment error.
+# 2: usage or environment error. Needs git and bash 4 or newer. Verdicts and
+# the earlier commits' builds live in $CARGO_TARGET_DIR/red-before-green/.
 set -uo pipefail
 export RUST_BACKTRACE=0 RUST_LIB_BACKTRACE=0 CARGO_TERM_COLOR=never CARGO_TERM_PROGRESS_WHEN=never
 export LC_ALL=C
@@ -76,12 +79,19 @@ else
     for ref in origin/HEAD '@{upstream}' main master; do
         git rev-parse -q --verify "$ref^{commit}" >/dev/null 2>&1 || continue
         fork=$(git merge-base HEAD "$ref" 2>/dev/null) || continue
-        [[ $fork == "$head" ]] && continue # HEAD is on that line: no fork point
+        if [[ $fork == "$head" ]]; then
+            # HEAD is on that line. On a remote's, everything is pushed (and
+            # was checked there); on a local main, there is no fork point.
+            [[ $ref == main || $ref == master ]] && continue
+            base=$head base_from="HEAD is on $ref"
+            break
+        fi
         base=$fork base_from="merge-base with $ref"
         break
     done
     if [[ -z $base ]]; then
-        base=$(git rev-list --max-parents=0 HEAD | tail -n 1) base_from="the root commit (no upstream or main line to fork from)"
+        base=$(git rev-list --max-parents=0 HEAD | tail -n 1)
+        base_from="the root commit: no remote and no branch to fork from; set RED_GREEN_BASE to check less"
     fi
 fi
 base=$(git rev-parse -q --verify "$base^{commit}") || fail "unknown base commit: ${1:-${RED_GREEN_BASE:-}}"
@@ -119,7 +129,9 @@ state="$main_target/red-before-green"
 # if they were fresh. (Built once, it stays warm across runs.)
 worktree_target="$state/target"
 mkdir -p "$state/accepted"
-verdict_key=$( { printf '%s\n' "$base" "$head"; cat "${BASH_SOURCE[0]}"; } | hash)
+script_hash=$(hash <"${BASH_SOURCE[0]}")
+verdict_key=$(printf '%s\n' "$base" "$head" "$script_hash" | hash)
+mkdir -p "$state/red"
 if [[ -e $state/accepted/$verdict_key ]]; then
     echo "(checked before: the evidence of that run follows)"
     cat "$state/accepted/$verdict_key"
@@ -350,6 +362,14 @@ for ((i = ${#red_commits[@]} - 1; i >= 0; i--)); do
     c=${red_commits[i]}
     at="$(short "$c") \"$(subject "$c")\""
     printf '%s' "${red_tests[$c]}" >"$work/list"
+    # A commit's tests fail there or not whatever comes after it: a red
+    # commit proven once is not built again.
+    proven="$state/red/$c-$script_hash"
+    if [[ -s $proven ]]; then
+        say "$(cat "$proven")"
+        continue
+    fi
+    mark=$(wc -l <"$evidence")
     say "red commit $at: $(wc -l <"$work/list" | tr -d ' ') new or changed test(s), which must fail there"
     dir=$(checkout "$c")
     run_tests "$dir"
@@ -397,6 +417,7 @@ for ((i = ${#red_commits[@]} - 1; i >= 0; i--)); do
         fi
         exit 1
     fi
+    tail -n +"$((mark + 1))" "$evidence" >"$proven"
 done
 
 # Green: every red test passes at HEAD.

@@ -27,8 +27,8 @@
 # set it); the count starts again when everything passes. The stop goes
 # through, with a message saying the work is NOT done, after
 # STOP_HOOK_MAX_BLOCKS blocks (default 5; 0 never blocks, to pause on
-# purpose while tests fail), or when the same checks fail again on a tree
-# that has not changed since the last block (no progress).
+# purpose while tests fail), or when the checks still fail and nothing
+# (files or commit) changed since the last block (no progress).
 #
 # A green verdict is remembered by a hash of the project's files (every
 # file git does not ignore, committed or not): stopping again with nothing
@@ -43,7 +43,9 @@
 #   STOP_HOOK_SKIP="clippy fmt"     checks to leave out (fmt clippy unit required
 #                                   red-green), e.g. while an adopted codebase still
 #                                   carries lint debt
-set -uo pipefail
+# No `set -u`: bash before 4.4 calls an empty array unbound, and a hook that
+# dies lets every stop through without a word.
+set -o pipefail
 export RUST_BACKTRACE=0 RUST_LIB_BACKTRACE=0 CARGO_TERM_COLOR=never CARGO_TERM_PROGRESS_WHEN=never
 export LC_ALL=C
 
@@ -162,8 +164,6 @@ tree_hash() {
     printf '%s\n' "$tree"
 }
 
-head_commit() { git rev-parse -q --verify HEAD 2>/dev/null || echo none; }
-
 # ---------------------------------------------------------------- checks
 
 if [[ -n ${STOP_HOOK_REQUIRED_TESTS+set} ]]; then
@@ -214,8 +214,9 @@ diagnostics() {
     grep -v -E '^[[:space:]]*(Compiling|Checking|Finished|Running|Blocking|Updating|Locking|Adding|Downloading|Downloaded|Fresh|Doc-tests) '
 }
 
-# Reads libtest's output; writes the failing tests' names to $1 and one
-# NUL-terminated section per failure to $2, each cut to $3 bytes.
+# Reads libtest's output; writes the failing tests' names to $1 and the
+# failures to $2, one section each (cut to $3 bytes), each ended by an
+# ASCII record separator (some awks cannot print a NUL).
 parse_libtest() {
     awk -v names="$1" -v sections="$2" -v cap="$3" '
         function add(n) { if (!(n in seen)) { seen[n] = 1; print n > names } }
@@ -227,7 +228,7 @@ parse_libtest() {
                 text = substr(text, 1, cap); sub(/[\200-\377]+$/, "", text)
                 text = text "\n[... " more " more bytes of this failure cut]"
             }
-            printf "---- %s ----\n%s\n%c", current, text, 0 > sections
+            printf "---- %s ----\n%s\n\036", current, text > sections
             current = ""
         }
         /^test .+ \.\.\. FAILED$/ { n = $0; sub(/^test /, "", n); sub(/ \.\.\. FAILED$/, "", n); add(n); next }
@@ -277,7 +278,7 @@ check_tests() {
         names+=("$name  ($label)")
         found=$((found + 1))
     done <"$work/names"
-    while IFS= read -r -d '' section; do
+    while IFS= read -r -d $'\036' section; do
         sections+=("$section")
     done <"$work/sections"
     if ((found > 0)); then
@@ -334,17 +335,20 @@ if ((${#summary[@]} == 0)); then
 fi
 
 joined=$(printf '%s; ' "${summary[@]}")
-headline="Not done: ${joined%; }."
+joined=${joined%; }
+headline="Not done: $joined."
 name_list=""
 if ((${#names[@]})); then
     name_list=$'Failing tests:\n'$(printf '  - %s\n' "${names[@]:0:60}")
     ((${#names[@]} > 60)) && name_list+=$'\n'"  ... and $((${#names[@]} - 60)) more"
 fi
 
-signature=$(printf '%s\n' "$key" "$head" "${summary[@]}" "${names[@]}" | hash)
+# No progress: still failing with the same files and the same commit as at
+# the last block, whichever tests fail (under load a flaky one may differ).
+signature=$(printf '%s\n' "$key" "$head" | hash)
 blocks=$(cat "$session_dir/blocks" 2>/dev/null)
 [[ $blocks =~ ^[0-9]+$ ]] || blocks=0
-not_done="The work is NOT done: $headline${name_list:+
+not_done="The work is NOT done: $joined.${name_list:+
 $name_list}"
 
 if ((max_blocks == 0)); then
@@ -354,7 +358,7 @@ fi
 if [[ $(cat "$session_dir/last" 2>/dev/null) == "$signature" ]]; then
     rm -f "$session_dir/blocks"
     log "red, no progress: letting the stop through"
-    allow_with "Stop hook: the same checks failed again on files unchanged since the last block, so blocking again would not help; letting the agent stop. $not_done"
+    allow_with "Stop hook: still failing, and nothing changed since the last block (files and commit), so blocking again would not help; letting the agent stop. $not_done"
 fi
 echo "$signature" >"$session_dir/last"
 if ((blocks >= max_blocks)); then
@@ -374,7 +378,7 @@ else
 fi
 reason="$headline${name_list:+
 $name_list}
-$advice Then stop again (block $blocks of $max_blocks in this session; the same failures on unchanged files let you stop).
+$advice Then stop again (block $blocks of $max_blocks in this session; stopping again without changing anything is let through).
 "
 tail_text=""
 for detail in "${details[@]}"; do tail_text+=$'\n'"$detail"$'\n'; done
