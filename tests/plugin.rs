@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
+use common::git::Repo;
 use common::hook::Stop;
 use common::kit_root;
 
@@ -133,13 +134,15 @@ fn commands_and_scripts_are_the_templates_own() {
 }
 
 /// A Rust project inbox-kit did not generate: no tests/conformance, so the
-/// plugin's hook takes every integration test as the required tests.
+/// plugin's hook takes every integration test as the required tests. It is
+/// a git repository building into its own `target/`, the usual layout.
 #[test]
 fn the_plugins_hook_judges_a_project_it_did_not_generate() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().join("plugin-foreign-consumer");
     fs::create_dir_all(root.join("src")).unwrap();
     fs::create_dir_all(root.join("tests")).unwrap();
+    fs::write(root.join(".gitignore"), "/target\n*.db\n").unwrap();
     fs::write(
         root.join("Cargo.toml"),
         "[package]\nname = \"plugin-foreign-consumer\"\nversion = \"0.1.0\"\nedition = \"2024\"\n\n[dependencies]\n",
@@ -156,11 +159,13 @@ fn the_plugins_hook_judges_a_project_it_did_not_generate() {
         )
     };
     fs::write(root.join("tests/debit.rs"), test(980)).unwrap();
+    Repo::init(&root);
 
     let stop = |session| {
         let mut stop = Stop::new(&root, session);
         stop.script = plugin_root().join("scripts/stop-hook.sh");
         stop.claude_project_dir = true;
+        stop.own_target = true;
         stop.run()
     };
     let blocked = stop("plugin-foreign");
@@ -172,6 +177,16 @@ fn the_plugins_hook_judges_a_project_it_did_not_generate() {
 
     fs::write(root.join("tests/debit.rs"), test(990)).unwrap();
     stop("plugin-foreign").assert_allowed();
+
+    // A file git ignores (a local database) changes nothing that is checked.
+    fs::write(root.join("local.db"), "rows").unwrap();
+    let cached = stop("plugin-foreign");
+    cached.assert_allowed();
+    assert!(
+        cached.cargo_calls.is_empty(),
+        "an ignored file made the hook run cargo again: {:?}",
+        cached.cargo_calls
+    );
 
     // Not a Rust project: the hook stays out of the way.
     let elsewhere = tempfile::tempdir().unwrap();

@@ -148,8 +148,12 @@ tree_hash() {
         index=$(git rev-parse --git-path index)
         tmp="$work/index"
         [[ -f $index ]] && cp "$index" "$tmp"
+        # Leave out this hook's own state if it sits in the project without
+        # being ignored (naming an ignored path would make `git add` fail).
         local skip=()
-        [[ $state == "$PWD"/* ]] && skip=(":(exclude)${state#"$PWD"/}")
+        if [[ $state == "$PWD"/* ]] && ! git check-ignore -q "${state#"$PWD"/}"; then
+            skip=(":(exclude)${state#"$PWD"/}")
+        fi
         if GIT_INDEX_FILE=$tmp git add -A -- . "${skip[@]}" >/dev/null 2>&1; then
             tree=$(GIT_INDEX_FILE=$tmp git write-tree 2>/dev/null)
             prefix=$(git rev-parse --show-prefix)

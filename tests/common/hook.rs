@@ -22,6 +22,8 @@ pub struct Stop<'a> {
     pub env: Vec<(&'a str, String)>,
     /// Set CLAUDE_PROJECT_DIR, as Claude Code does for a plugin's hook.
     pub claude_project_dir: bool,
+    /// Build in the project's own `target/` instead of the shared one.
+    pub own_target: bool,
 }
 
 /// What the hook answered.
@@ -44,6 +46,7 @@ impl<'a> Stop<'a> {
             stop_hook_active: false,
             env: Vec::new(),
             claude_project_dir: false,
+            own_target: false,
         }
     }
 
@@ -79,7 +82,7 @@ impl<'a> Stop<'a> {
         command
             .current_dir(self.project)
             .env("PATH", std::env::join_paths(paths).unwrap())
-            .env("CARGO_TARGET_DIR", super::shared_target_dir())
+            .env_remove("CARGO_TARGET_DIR")
             .env_remove("RUSTFLAGS")
             .env_remove("RUST_BACKTRACE")
             .env_remove("CLAUDE_PROJECT_DIR")
@@ -87,6 +90,9 @@ impl<'a> Stop<'a> {
             .env_remove("STOP_HOOK_MAX_BLOCKS")
             .env_remove("STOP_HOOK_REQUIRED_TESTS")
             .env_remove("STOP_HOOK_REASON_BYTES");
+        if !self.own_target {
+            command.env("CARGO_TARGET_DIR", super::shared_target_dir());
+        }
         if self.claude_project_dir {
             command.env("CLAUDE_PROJECT_DIR", self.project);
         }
