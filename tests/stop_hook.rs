@@ -10,7 +10,7 @@ mod common;
 use std::fs;
 use std::path::Path;
 
-use common::hook::{Stop, failed_tests};
+use common::hook::{Stop, failed_tests, one_at_a_time};
 use common::replay::Edit;
 use common::{cargo, cargo_ok, generate};
 
@@ -65,6 +65,7 @@ fn head_of(reason: &str) -> &str {
 
 #[test]
 fn blocks_each_way_to_break_done_and_lets_a_green_tree_stop() {
+    let _alone = one_at_a_time();
     let project = generate("hook-checks-consumer", &[]);
     let root = &project.root;
 
@@ -183,6 +184,7 @@ fn blocks_each_way_to_break_done_and_lets_a_green_tree_stop() {
 
 #[test]
 fn never_blocks_forever() {
+    let _alone = one_at_a_time();
     let project = generate("hook-budget-consumer", &[]);
     let root = &project.root;
     BREAK_INBOX.apply(root);

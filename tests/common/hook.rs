@@ -191,6 +191,15 @@ fn make_executable(path: &Path) {
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
 }
 
+/// Held for the whole of a test that runs a generated project's suite
+/// through the hook: two at once on 2 cores starve the parallel scenario
+/// that the generated teeth tests need to catch check-then-act, and its
+/// rare miss would be blocked, rightly, as a failing required test.
+pub fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    LOCK.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
 /// The names of the tests a libtest run reported as failed.
 pub fn failed_tests(libtest_output: &str) -> Vec<String> {
     libtest_output
