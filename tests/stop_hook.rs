@@ -1,88 +1,245 @@
-//! The Stop hook, driven the way Claude Code drives it (JSON on stdin): it
-//! lets a stop through while the required tests pass, blocks it (exit 2,
-//! the failing tests on stderr) when a known-broken inbox is swapped in,
-//! gives up at its retry cap, and lets the stop through again once the
-//! inbox is restored.
+//! The Stop hook, driven the way Claude Code drives it (JSON on stdin, a
+//! JSON answer on stdout): it lets a green tree stop, answers a repeated
+//! stop on an unchanged green tree without running cargo, and blocks each
+//! way of breaking "done" (a required test, a unit test, clippy, rustfmt)
+//! with every failing test's name first. It never loops forever: its own
+//! per-session budget of blocks, a no-progress rule, and a switch to pause.
 
 mod common;
 
-use std::io::Write;
+use std::fs;
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
 
-use common::{generate, shared_target_dir};
-
-fn stop(project: &Path, stop_hook_active: bool) -> Output {
-    let mut hook = Command::new(project.join("scripts/stop-hook.sh"))
-        .current_dir(project)
-        .env("CARGO_TARGET_DIR", shared_target_dir())
-        .env("STOP_HOOK_MAX_BLOCKS", "2")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start the hook");
-    let input = format!(
-        r#"{{"session_id": "kit-test", "transcript_path": "/dev/null", "hook_event_name": "Stop", "stop_hook_active": {stop_hook_active}}}"#
-    );
-    hook.stdin
-        .take()
-        .unwrap()
-        .write_all(input.as_bytes())
-        .unwrap();
-    hook.wait_with_output().expect("hook output")
-}
+use common::hook::{Stop, failed_tests, one_at_a_time};
+use common::replay::Edit;
+use common::{cargo, cargo_ok, generate};
 
 /// Breaks the inbox the record-first way: a failed delivery keeps its inbox
 /// row (and its writes), so the redelivery is dropped as a duplicate.
-const CORRECT: &str = "statements.rollback_to.execute([])?;";
-const BROKEN: &str = "// rollback removed: the failed delivery stays recorded";
+/// (Move this edit with the inbox if it moves.)
+const BREAK_INBOX: Edit = Edit {
+    path: "src/inbox/sqlite.rs",
+    find: "statements.rollback_to.execute([])?;",
+    replace: "// rollback removed: the failed delivery stays recorded",
+};
+
+/// A unit test that fails, with a message full of characters JSON must
+/// escape (the hook's answer is parsed as JSON below).
+const BREAK_UNIT_TEST: Edit = Edit {
+    path: "src/envelope.rs",
+    find: r#"assert_eq!(parse_line(b"{\"id\":\"\xff\"}"), Err(Rejection::NotUtf8));"#,
+    replace: r#"assert_ne!(parse_line(b"{\"id\":\"\xff\"}"), Err(Rejection::NotUtf8), "quote \" backslash \\ tab \t bell \u{7} é ✓");"#,
+};
+const UNIT_TEST: &str = "envelope::tests::refuses_bytes_that_are_not_utf8";
+const TRICKY: &str = "quote \" backslash \\ tab \t bell \u{7} é ✓";
+
+/// Code rustc accepts without a warning but clippy does not.
+const CLIPPY_BAIT: &str =
+    "\n#[test]\nfn clippy_bait() {\n    let v = vec![1, 2];\n    assert_eq!(v.len(), 2);\n}\n";
+/// Code clippy accepts but rustfmt would rewrite.
+const FORMAT_BAIT: &str = "\n#[test]\nfn   format_bait( )   {   }\n";
+const BAIT_FILE: &str = "tests/conformance/main.rs";
+
+/// Runs `change`, then the test body, then puts every file back as it was.
+fn with_files_restored(root: &Path, paths: &[&str], body: impl FnOnce()) {
+    let saved: Vec<_> = paths
+        .iter()
+        .map(|p| (root.join(p), fs::read(root.join(p)).unwrap()))
+        .collect();
+    body();
+    for (path, bytes) in saved {
+        fs::write(path, bytes).unwrap();
+    }
+}
+
+fn append(root: &Path, path: &str, text: &str) {
+    let path = root.join(path);
+    let before = fs::read_to_string(&path).unwrap();
+    fs::write(path, before + text).unwrap();
+}
+
+/// The part of a reason before the first failure's text.
+fn head_of(reason: &str) -> &str {
+    reason.split("\n---- ").next().unwrap()
+}
 
 #[test]
-fn the_stop_hook_blocks_while_a_required_test_fails() {
-    let project = generate("hooked-consumer", &[]);
+fn blocks_each_way_to_break_done_and_lets_a_green_tree_stop() {
+    let _alone = one_at_a_time();
+    let project = generate("hook-checks-consumer", &[]);
     let root = &project.root;
-    let inbox = root.join("src/inbox/sqlite.rs");
-    let correct = std::fs::read_to_string(&inbox).unwrap();
+
+    let green = Stop::new(root, "checks").run();
+    green.assert_allowed();
+    for check in [
+        "fmt --check",
+        "clippy --all-targets -- -D warnings",
+        "test --no-fail-fast --lib --bins",
+        "test --no-fail-fast --test conformance",
+    ] {
+        assert!(
+            green.cargo_calls.iter().any(|call| call == check),
+            "the hook did not run `cargo {check}`: {:?}",
+            green.cargo_calls
+        );
+    }
+
+    // Nothing changed since that green run: answered from the cache.
+    let again = Stop::new(root, "checks").run();
+    again.assert_allowed();
     assert!(
-        correct.contains(CORRECT),
-        "the inbox no longer rolls back this way"
+        again.cargo_calls.is_empty(),
+        "a repeated stop on an unchanged green tree ran cargo: {:?}",
+        again.cargo_calls
     );
 
-    let green = stop(root, false);
-    assert_eq!(
-        green.status.code(),
-        Some(0),
-        "blocked while green:\n{}",
-        String::from_utf8_lossy(&green.stderr)
-    );
+    // (a) A broken inbox. RUST_BACKTRACE=1 in the agent's environment must
+    // not push failures out of the reason.
+    with_files_restored(root, &[BREAK_INBOX.path], || {
+        BREAK_INBOX.apply(root);
+        let truth = cargo(root, &["test", "--no-fail-fast", "--test", "conformance"]);
+        let failing = failed_tests(&String::from_utf8_lossy(&truth.stdout));
+        assert!(
+            failing.len() >= 2,
+            "the broken inbox is not caught: {failing:?}"
+        );
 
-    std::fs::write(&inbox, correct.replace(CORRECT, BROKEN)).unwrap();
-    let blocked = stop(root, false);
-    let stderr = String::from_utf8_lossy(&blocked.stderr);
-    assert_eq!(blocked.status.code(), Some(2), "not blocked:\n{stderr}");
-    assert!(stderr.contains("The required inbox tests fail"), "{stderr}");
+        let answer = Stop::new(root, "checks").env("RUST_BACKTRACE", "1").run();
+        let reason = answer.reason();
+        assert!(reason.starts_with("Not done: "), "{reason}");
+        assert!(reason.len() <= 8_000, "reason of {} bytes", reason.len());
+        assert!(!reason.contains("stack backtrace"), "{reason}");
+        let head = head_of(reason);
+        for name in &failing {
+            assert!(
+                head.contains(&format!("  - {name}  (cargo test --test conformance)")),
+                "{name} is not listed before the failures:\n{reason}"
+            );
+        }
+        assert!(
+            reason.contains("---- redeliver::"),
+            "the failures' text is missing:\n{reason}"
+        );
+    });
+    // Back to the green tree's content: the cache knows it.
+    let restored = Stop::new(root, "checks").run();
+    restored.assert_allowed();
     assert!(
-        stderr.contains("redeliver"),
-        "the failing test's output is missing:\n{stderr}"
+        restored.cargo_calls.is_empty(),
+        "{:?}",
+        restored.cargo_calls
     );
 
-    // The agent keeps working but does not fix it: one more block, then the
-    // cap (2) lets it stop so the hook can never loop forever.
-    assert_eq!(stop(root, true).status.code(), Some(2));
-    let capped = stop(root, true);
-    assert_eq!(
-        capped.status.code(),
-        Some(0),
-        "the retry cap did not let the stop through"
-    );
-    assert!(String::from_utf8_lossy(&capped.stderr).contains("NOT done"));
+    // (b) A failing unit test.
+    with_files_restored(root, &[BREAK_UNIT_TEST.path], || {
+        BREAK_UNIT_TEST.apply(root);
+        cargo_ok(root, &["fmt"]);
+        let answer = Stop::new(root, "checks").run();
+        let reason = answer.reason();
+        assert!(
+            head_of(reason).contains(&format!("  - {UNIT_TEST}  (cargo test --lib --bins)")),
+            "{reason}"
+        );
+        assert!(
+            reason.contains(TRICKY),
+            "the failure's text was mangled:\n{reason}"
+        );
+        assert!(
+            !reason.contains("clippy") && !reason.contains("fmt"),
+            "{reason}"
+        );
+    });
 
-    std::fs::write(&inbox, correct).unwrap();
-    let restored = stop(root, true);
-    assert_eq!(
-        restored.status.code(),
-        Some(0),
-        "still blocked after the fix"
+    // (c) A clippy warning.
+    with_files_restored(root, &[BAIT_FILE], || {
+        append(root, BAIT_FILE, CLIPPY_BAIT);
+        let answer = Stop::new(root, "checks").run();
+        let reason = answer.reason();
+        assert!(
+            reason
+                .starts_with("Not done: clippy fails (cargo clippy --all-targets -- -D warnings)."),
+            "{reason}"
+        );
+        assert!(
+            reason.contains("useless"),
+            "clippy's diagnostic is missing:\n{reason}"
+        );
+    });
+
+    // (d) Unformatted code.
+    with_files_restored(root, &[BAIT_FILE], || {
+        append(root, BAIT_FILE, FORMAT_BAIT);
+        let answer = Stop::new(root, "checks").run();
+        let reason = answer.reason();
+        assert!(
+            reason.starts_with("Not done: the code is not formatted (cargo fmt --check)."),
+            "{reason}"
+        );
+        assert!(
+            reason.contains(BAIT_FILE),
+            "which file is not said:\n{reason}"
+        );
+    });
+}
+
+#[test]
+fn never_blocks_forever() {
+    let _alone = one_at_a_time();
+    let project = generate("hook-budget-consumer", &[]);
+    let root = &project.root;
+    BREAK_INBOX.apply(root);
+    let stop = |session, active| {
+        Stop::new(root, session)
+            .active(active)
+            .env("STOP_HOOK_MAX_BLOCKS", "2")
+            .run()
+    };
+
+    // The agent keeps changing things without fixing them. Claude Code
+    // does not always set stop_hook_active: a false one must not reset the
+    // session's count.
+    assert!(stop("budget", false).reason().contains("block 1 of 2"));
+    append(root, BAIT_FILE, "// attempt 1\n");
+    assert!(stop("budget", false).reason().contains("block 2 of 2"));
+    append(root, BAIT_FILE, "// attempt 2\n");
+    let capped = stop("budget", false);
+    assert!(capped.blocked().is_none(), "blocked past the cap");
+    let message = capped.system_message().expect("a message at the cap");
+    assert!(message.contains("NOT done"), "{message}");
+    assert!(
+        message.contains("redeliver::"),
+        "which tests fail is not said: {message}"
     );
+
+    // Still failing and nothing changed: blocking again would not help.
+    let session = "no-progress";
+    let first = Stop::new(root, session).run();
+    assert!(
+        first.reason().contains("block 1 of 5"),
+        "{}",
+        first.reason()
+    );
+    let unchanged = Stop::new(root, session).active(true).run();
+    assert!(
+        unchanged.blocked().is_none(),
+        "blocked with no progress possible"
+    );
+    let message = unchanged.system_message().expect("a message");
+    assert!(
+        message.contains("nothing changed since the last block") && message.contains("NOT done"),
+        "{message}"
+    );
+
+    // STOP_HOOK_MAX_BLOCKS=0: a person pausing on purpose while tests fail.
+    let paused = Stop::new(root, "pause")
+        .env("STOP_HOOK_MAX_BLOCKS", "0")
+        .run();
+    assert!(paused.blocked().is_none());
+    assert!(paused.system_message().unwrap().contains("NOT done"));
+
+    // Green again: the session's count starts over.
+    BREAK_INBOX.revert(root);
+    stop("budget", true).assert_allowed();
+    BREAK_INBOX.apply(root);
+    assert!(stop("budget", false).reason().contains("block 1 of 2"));
 }

@@ -1,7 +1,15 @@
 //! Helpers shared by the kit's tests: generate a project into a temporary
 //! folder outside this repository, and run cargo in it with one shared
 //! target directory so dependencies are compiled once for all tests.
+//!
+//! Give each test's project its own name: cargo does not tell two folders
+//! holding one package apart, so two tests building different contents
+//! under one name can each run the other's binaries.
 #![allow(dead_code)]
+
+pub mod git;
+pub mod hook;
+pub mod replay;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

@@ -1,0 +1,210 @@
+//! Drives a Stop hook the way Claude Code does: JSON on stdin, the answer
+//! on stdout. Every answer must be exit 0 with nothing or one JSON object
+//! on stdout (checked here with a real JSON parser). `cargo` is reached
+//! through a wrapper that logs each call, so a test can tell whether the
+//! hook ran cargo at all.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use serde_json::Value;
+
+/// One stop.
+pub struct Stop<'a> {
+    /// The hook script.
+    pub script: PathBuf,
+    /// The project the hook judges.
+    pub project: &'a Path,
+    pub session: &'a str,
+    pub stop_hook_active: bool,
+    /// Extra environment, e.g. `("STOP_HOOK_MAX_BLOCKS", "2")`.
+    pub env: Vec<(&'a str, String)>,
+    /// Set CLAUDE_PROJECT_DIR, as Claude Code does for a plugin's hook.
+    pub claude_project_dir: bool,
+    /// Build in the project's own `target/` instead of the shared one.
+    pub own_target: bool,
+}
+
+/// What the hook answered.
+#[derive(Debug)]
+pub struct Answer {
+    pub stdout: String,
+    pub stderr: String,
+    pub json: Option<Value>,
+    /// The arguments of every cargo command the hook ran.
+    pub cargo_calls: Vec<String>,
+}
+
+impl<'a> Stop<'a> {
+    /// A stop in `project` with its own `scripts/stop-hook.sh`.
+    pub fn new(project: &'a Path, session: &'a str) -> Self {
+        Self {
+            script: project.join("scripts/stop-hook.sh"),
+            project,
+            session,
+            stop_hook_active: false,
+            env: Vec::new(),
+            claude_project_dir: false,
+            own_target: false,
+        }
+    }
+
+    pub fn active(mut self, active: bool) -> Self {
+        self.stop_hook_active = active;
+        self
+    }
+
+    pub fn env(mut self, key: &'a str, value: impl Into<String>) -> Self {
+        self.env.push((key, value.into()));
+        self
+    }
+
+    pub fn run(&self) -> Answer {
+        let bin = tempfile::tempdir().expect("folder for the cargo wrapper");
+        let calls = bin.path().join("calls");
+        let wrapper = bin.path().join("cargo");
+        std::fs::write(
+            &wrapper,
+            format!(
+                "#!/bin/sh\nprintf '%s\\n' \"$*\" >>'{}'\nexec '{}' \"$@\"\n",
+                calls.display(),
+                env!("CARGO")
+            ),
+        )
+        .unwrap();
+        make_executable(&wrapper);
+        let path = std::env::var_os("PATH").unwrap_or_default();
+        let mut paths = vec![bin.path().to_path_buf()];
+        paths.extend(std::env::split_paths(&path));
+
+        let mut command = Command::new(&self.script);
+        command
+            .current_dir(self.project)
+            .env("PATH", std::env::join_paths(paths).unwrap())
+            .env_remove("CARGO_TARGET_DIR")
+            .env_remove("RUSTFLAGS")
+            .env_remove("RUST_BACKTRACE")
+            .env_remove("CLAUDE_PROJECT_DIR")
+            .env_remove("RED_GREEN_BASE")
+            .env_remove("STOP_HOOK_MAX_BLOCKS")
+            .env_remove("STOP_HOOK_REQUIRED_TESTS")
+            .env_remove("STOP_HOOK_REASON_BYTES");
+        if !self.own_target {
+            command.env("CARGO_TARGET_DIR", super::shared_target_dir());
+        }
+        if self.claude_project_dir {
+            command.env("CLAUDE_PROJECT_DIR", self.project);
+        }
+        for (key, value) in &self.env {
+            command.env(key, value);
+        }
+        let mut hook = command
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start the hook");
+        // What Claude Code sends on a stop (other fields are ignored).
+        let input = serde_json::json!({
+            "session_id": self.session,
+            "transcript_path": "/dev/null",
+            "cwd": self.project,
+            "permission_mode": "default",
+            "hook_event_name": "Stop",
+            "stop_hook_active": self.stop_hook_active,
+            "last_assistant_message": "Done: \"session_id\": \"not-this-one\", \"stop_hook_active\": true",
+        });
+        hook.stdin
+            .take()
+            .unwrap()
+            .write_all(input.to_string().as_bytes())
+            .unwrap();
+        let output = hook.wait_with_output().expect("hook output");
+        let stdout = String::from_utf8(output.stdout).expect("the hook's answer is UTF-8");
+        let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+        assert_eq!(
+            output.status.code(),
+            Some(0),
+            "the hook must always exit 0 (its answer is on stdout):\n{stdout}\n{stderr}"
+        );
+        let json = if stdout.trim().is_empty() {
+            None
+        } else {
+            let value: Value = serde_json::from_str(&stdout)
+                .unwrap_or_else(|e| panic!("the hook's answer is not JSON ({e}):\n{stdout}"));
+            assert!(value.is_object(), "the answer is not an object: {stdout}");
+            Some(value)
+        };
+        let cargo_calls = std::fs::read_to_string(&calls)
+            .unwrap_or_default()
+            .lines()
+            .map(str::to_string)
+            .collect();
+        Answer {
+            stdout,
+            stderr,
+            json,
+            cargo_calls,
+        }
+    }
+}
+
+impl Answer {
+    /// The reason handed to the agent, if the stop was blocked.
+    pub fn blocked(&self) -> Option<&str> {
+        let json = self.json.as_ref()?;
+        if json.get("decision")?.as_str()? != "block" {
+            return None;
+        }
+        Some(
+            json.get("reason")
+                .and_then(Value::as_str)
+                .expect("a block carries a reason"),
+        )
+    }
+
+    /// The message for the person, if any.
+    pub fn system_message(&self) -> Option<&str> {
+        self.json.as_ref()?.get("systemMessage")?.as_str()
+    }
+
+    /// The reason, or a test failure saying the stop was let through.
+    pub fn reason(&self) -> &str {
+        self.blocked()
+            .unwrap_or_else(|| panic!("the stop was let through:\n{self:#?}"))
+    }
+
+    /// Fails the test unless the stop was let through.
+    pub fn assert_allowed(&self) {
+        assert!(
+            self.blocked().is_none(),
+            "the stop was blocked:\n{}",
+            self.blocked().unwrap()
+        );
+    }
+}
+
+#[cfg(unix)]
+fn make_executable(path: &Path) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+/// Held for the whole of a test that runs a generated project's suite
+/// through the hook: two at once on 2 cores starve the parallel scenario
+/// that the generated teeth tests need to catch check-then-act, and its
+/// rare miss would be blocked, rightly, as a failing required test.
+pub fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    LOCK.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// The names of the tests a libtest run reported as failed.
+pub fn failed_tests(libtest_output: &str) -> Vec<String> {
+    libtest_output
+        .lines()
+        .filter_map(|line| line.strip_prefix("test ")?.strip_suffix(" ... FAILED"))
+        .map(str::to_string)
+        .collect()
+}
