@@ -37,9 +37,17 @@ fn the_required_tests_are_the_same_files_in_every_variant() {
         contents
     };
     let sqlite = read(SQLITE.defines);
-    assert!(sqlite.len() >= 10, "{:?}", sqlite.iter().map(|(n, _)| n).collect::<Vec<_>>());
+    assert!(
+        sqlite.len() >= 10,
+        "{:?}",
+        sqlite.iter().map(|(n, _)| n).collect::<Vec<_>>()
+    );
     for variant in VARIANTS {
-        assert!(read(variant.defines) == sqlite, "{} differs from sqlite", variant.name);
+        assert!(
+            read(variant.defines) == sqlite,
+            "{} differs from sqlite",
+            variant.name
+        );
     }
 }
 
@@ -58,7 +66,10 @@ fn each_variant_holds_only_its_own_database() {
     let sqlite = generate("orders-consumer", SQLITE.defines);
     for file in files(&sqlite.root) {
         let text = fs::read_to_string(sqlite.root.join(&file)).unwrap_or_default();
-        assert!(!text.contains("tokio_postgres") && !text.contains("postgres = "), "{file} is PostgreSQL's");
+        assert!(
+            !text.contains("tokio_postgres") && !text.contains("postgres = "),
+            "{file} is PostgreSQL's"
+        );
         assert!(!file.contains("postgres"), "{file} is PostgreSQL's");
     }
 }
@@ -130,7 +141,10 @@ fn bad_option_values_are_refused() {
             "default_workers=zero",
             "\"zero\" is not a valid value for default_workers",
         ),
-        ("database=mysql", "\"mysql\" is not a valid value for database"),
+        (
+            "database=mysql",
+            "\"mysql\" is not a valid value for database",
+        ),
     ] {
         let dir = tempfile::tempdir().unwrap();
         let output = kit()
@@ -141,7 +155,10 @@ fn bad_option_values_are_refused() {
             .unwrap();
         assert!(!output.status.success(), "{define} was accepted");
         let stderr = String::from_utf8_lossy(&output.stderr);
-        assert!(stderr.contains(expected), "unclear error for {define}: {stderr}");
+        assert!(
+            stderr.contains(expected),
+            "unclear error for {define}: {stderr}"
+        );
         let leftovers: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
         assert!(
             leftovers.is_empty(),

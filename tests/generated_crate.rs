@@ -7,10 +7,14 @@ mod common;
 
 use std::fs;
 
-use common::{POSTGRES, SQLITE, VARIANTS, Variant, can_run, cargo, cargo_ok, generate, generate_with};
+use common::{
+    POSTGRES, SQLITE, VARIANTS, Variant, can_run, cargo, cargo_ok, generate, generate_with,
+};
 
 fn builds_lints_formats_and_passes_its_tests(variant: &Variant) {
-    let project = generate("orders-consumer", variant.defines);
+    // A name per variant: projects share one target directory, where a
+    // binary is found by its package name alone.
+    let project = generate(&format!("{}-consumer", variant.name), variant.defines);
     // --locked: the template ships a lock file per variant, so a generated
     // project builds the dependency versions the kit was tested with.
     let build = cargo_ok(&project.root, &["build", "--all-targets", "--locked"]);
@@ -18,7 +22,14 @@ fn builds_lints_formats_and_passes_its_tests(variant: &Variant) {
     assert!(!log.contains("warning"), "the build warned:\n{log}");
     cargo_ok(
         &project.root,
-        &["clippy", "--all-targets", "--locked", "--", "-D", "warnings"],
+        &[
+            "clippy",
+            "--all-targets",
+            "--locked",
+            "--",
+            "-D",
+            "warnings",
+        ],
     );
     cargo_ok(&project.root, &["fmt", "--check"]);
     if can_run(variant) {
@@ -63,7 +74,10 @@ fn the_first_build_leaves_the_lock_file_as_generated_whatever_the_name() {
             let project = generate(name, variant.defines);
             let lock = project.root.join("Cargo.lock");
             let generated = fs::read(&lock).unwrap();
-            cargo_ok(&project.root, &["metadata", "--format-version", "1", "--locked"]);
+            cargo_ok(
+                &project.root,
+                &["metadata", "--format-version", "1", "--locked"],
+            );
             assert!(
                 fs::read(&lock).unwrap() == generated,
                 "{} variant, project {name}: cargo rewrote Cargo.lock",

@@ -12,7 +12,7 @@ use std::process::Command;
 
 use common::git::Repo;
 use common::hook::Stop;
-use common::replay::LOYALTY;
+use common::replay::PICKING;
 use common::{cargo_ok, generate, shared_target_dir};
 
 /// Runs the script in `root` with `args`; returns its exit code and output.
@@ -39,7 +39,7 @@ fn accepts_tests_seen_failing_first_and_rejects_every_other_history() {
     let project = generate("red-green-consumer", &[]);
     let root = &project.root;
     let repo = Repo::init(root);
-    let consumer = &LOYALTY;
+    let consumer = &PICKING;
     let format = || cargo_ok(root, &["fmt"]);
 
     assert_eq!(red_green(root, &["--bogus"]).0, 2);
@@ -53,10 +53,10 @@ fn accepts_tests_seen_failing_first_and_rejects_every_other_history() {
     consumer.write_tests(root);
     consumer.write_stub(root);
     format();
-    let red = repo.commit_all("loyalty: failing tests against a stub");
+    let red = repo.commit_all("picking: failing tests against a stub");
     consumer.write_implementation(root);
     format();
-    repo.commit_all("loyalty: implement");
+    repo.commit_all("picking: implement");
     let (code, out) = red_green(root, &[]);
     assert_eq!(code, 0, "rejected:\n{out}");
     assert!(out.contains("merge-base with main"), "{out}");
@@ -80,7 +80,7 @@ fn accepts_tests_seen_failing_first_and_rejects_every_other_history() {
     let handler = root.join(consumer.handler.path);
     let text = std::fs::read_to_string(&handler).unwrap();
     std::fs::write(&handler, text + "// tidied\n").unwrap();
-    let accepted = repo.commit_all("loyalty: tidy");
+    let accepted = repo.commit_all("picking: tidy");
     let (code, out) = red_green(root, &[]);
     assert_eq!(
         code, 0,
@@ -90,14 +90,12 @@ fn accepts_tests_seen_failing_first_and_rejects_every_other_history() {
     // A test weakened after the implementation.
     consumer.weaken.apply(root);
     format();
-    let weakened = repo.commit_all("loyalty: relax the parallel check");
+    let weakened = repo.commit_all("picking: relax the parallel check");
     let (code, out) = red_green(root, &[]);
     assert_eq!(code, 1, "accepted:\n{out}");
     assert!(out.contains("REJECTED"), "{out}");
     assert!(
-        out.contains(&format!(
-            "loyalty::parallel_awards_each_payment_once passes at {weakened}"
-        )),
+        out.contains(&format!("{} passes at {weakened}", consumer.weakened_test)),
         "{out}"
     );
 
@@ -106,8 +104,8 @@ fn accepts_tests_seen_failing_first_and_rejects_every_other_history() {
     consumer.write_tests(root);
     consumer.write_implementation(root);
     format();
-    repo.commit_paths(&["src"], "loyalty: implement");
-    let tests = repo.commit_all("loyalty: tests");
+    repo.commit_paths(&["src"], "picking: implement");
+    let tests = repo.commit_all("picking: tests");
     let (code, out) = red_green(root, &[]);
     assert_eq!(code, 1, "accepted:\n{out}");
     for name in consumer.test_names {
@@ -125,7 +123,7 @@ fn accepts_tests_seen_failing_first_and_rejects_every_other_history() {
     consumer.write_tests(root);
     consumer.write_implementation(root);
     format();
-    let both = repo.commit_all("loyalty");
+    let both = repo.commit_all("picking");
     let (code, out) = red_green(root, &[]);
     assert_eq!(code, 1, "accepted:\n{out}");
     assert!(out.contains(&format!("passes at {both}")), "{out}");
@@ -134,10 +132,10 @@ fn accepts_tests_seen_failing_first_and_rejects_every_other_history() {
     repo.branch("no-stub", "main");
     consumer.write_tests(root);
     format();
-    let unbuilt = repo.commit_all("loyalty: tests (no stub)");
+    let unbuilt = repo.commit_all("picking: tests (no stub)");
     consumer.write_implementation(root);
     format();
-    repo.commit_all("loyalty: implement");
+    repo.commit_all("picking: implement");
     let (code, out) = red_green(root, &[]);
     assert_eq!(code, 1, "accepted:\n{out}");
     assert!(

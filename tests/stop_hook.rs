@@ -18,10 +18,34 @@ use common::{cargo, cargo_ok, generate};
 /// row (and its writes), so the redelivery is dropped as a duplicate.
 /// (Move this edit with the inbox if it moves.)
 const BREAK_INBOX: Edit = Edit {
-    path: "src/inbox/sqlite.rs",
+    path: "src/sqlite/inbox.rs",
     find: "statements.rollback_to.execute([])?;",
     replace: "// rollback removed: the failed delivery stays recorded",
 };
+
+/// Other ways an agent could leave the consumer wrong while its own tests
+/// pass: each must block the stop too.
+const OTHER_BREAKS: [Edit; 3] = [
+    // A handler that does nothing: duplicates are "handled", nothing is
+    // debited. Only the model sees it.
+    Edit {
+        path: "src/handlers/debit.rs",
+        find: "        if !tables.debit(&debit)? {",
+        replace: "        if debit.amount > 0 {\n            return Ok(());\n        }\n        if !tables.debit(&debit)? {",
+    },
+    // The ledger's own key dropped: a repeat past the inbox debits again.
+    Edit {
+        path: "src/sqlite/schema.sql",
+        find: "    payment_id TEXT    PRIMARY KEY,",
+        replace: "    payment_id TEXT    NOT NULL,",
+    },
+    // Ids folded to lower case before they are recorded.
+    Edit {
+        path: "src/sqlite/inbox.rs",
+        find: "    match insert.execute((consumer, id, received_at)) {",
+        replace: "    match insert.execute((consumer, id.to_lowercase(), received_at)) {",
+    },
+];
 
 /// A unit test that fails, with a message full of characters JSON must
 /// escape (the hook's answer is parsed as JSON below).
@@ -121,6 +145,20 @@ fn blocks_each_way_to_break_done_and_lets_a_green_tree_stop() {
             "the failures' text is missing:\n{reason}"
         );
     });
+    for broken in &OTHER_BREAKS {
+        with_files_restored(root, &[broken.path], || {
+            broken.apply(root);
+            let answer = Stop::new(root, "checks").run();
+            let reason = answer.reason();
+            assert!(
+                reason.starts_with("Not done: ")
+                    && reason.contains("(cargo test --test conformance)"),
+                "{} {:?} did not block on the required tests:\n{reason}",
+                broken.path,
+                broken.replace
+            );
+        });
+    }
     // Back to the green tree's content: the cache knows it.
     let restored = Stop::new(root, "checks").run();
     restored.assert_allowed();

@@ -18,9 +18,11 @@
 # and must add or change #[test] functions (whitespace and trailing commas
 # do not count, so `cargo fmt` is not a change) that:
 #   1. build and FAIL at that commit, on an assertion: assert!, assert_eq!
-#      and friends, or an explicit panic! in the test code (the harness's
-#      verdict). A build error, an unwrap()/expect() in the set-up, todo!,
-#      unimplemented! or a panic outside tests/ is not a verdict;
+#      and friends, an explicit panic! in the test code, or a judged
+#      scenario of the harness that found a violation (its panic says
+#      "violation: ..."). A build error, an unwrap()/expect() in the
+#      set-up, todo!, unimplemented! or a panic outside tests/ is not a
+#      verdict;
 #   2. PASS at HEAD.
 # So the implementation cannot come first or with the tests (they would pass
 # at their own commit), and a test changed after the implementation must be
@@ -333,6 +335,9 @@ judge() {
         "") echo "not: it failed without a panic (a test returning Err from \`?\` in its set-up?)"; return ;;
     esac
     case $message in
+        # A judged scenario that failed (tests/support/harness: a Violation
+        # prints as "violation: ..."): the harness's assertion on the state.
+        *"violation: "*) echo "assertion (the harness judged the scenario)"; return ;;
         "called \`Result::unwrap()\`"* | "called \`Option::unwrap()\`"*) echo "not: an unwrap() failed in the set-up"; return ;;
         "not yet implemented"* | "not implemented"*) echo "not: it reached todo!/unimplemented!"; return ;;
     esac

@@ -3,8 +3,9 @@
 //! Decoding checks the payload completely *before* anything touches the
 //! database: a payload that cannot be applied is rejected with its line
 //! number instead of failing inside a transaction on every redelivery.
-//! To add an event: add a variant, a payload struct, and one arm in
-//! [`Event::decode`] and [`Event::encode`].
+//! To add an event: add a variant, a payload struct, one arm in
+//! [`Event::decode`] and [`Event::encode`], and an accessor like
+//! [`Event::payment_captured`] for the handlers that subscribe to it.
 
 use serde::{Deserialize, Serialize};
 
@@ -65,6 +66,31 @@ impl Event {
         match self {
             Self::PaymentCaptured(payment) => (Self::PAYMENT_CAPTURED, to_json(payment)),
         }
+    }
+
+    /// The payment, if this is a `payment.captured` event.
+    ///
+    /// Handlers read their payload through accessors like this one rather
+    /// than matching on every variant, so adding an event touches this file
+    /// and its own handler only.
+    pub fn payment_captured(&self) -> Option<&PaymentCaptured> {
+        match self {
+            Self::PaymentCaptured(payment) => Some(payment),
+            #[allow(unreachable_patterns, reason = "for the events added later")]
+            _ => None,
+        }
+    }
+}
+
+/// A handler was given an event it does not subscribe to (a bug in the
+/// routing, never the message's fault).
+#[derive(Debug, thiserror::Error)]
+#[error("this consumer does not subscribe to `{0}`")]
+pub struct NotSubscribed(pub &'static str);
+
+impl From<&Event> for NotSubscribed {
+    fn from(event: &Event) -> Self {
+        Self(event.encode().0)
     }
 }
 

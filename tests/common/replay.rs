@@ -7,10 +7,9 @@
 use std::fs;
 use std::path::Path;
 
-/// A new consumer, as files to write and edits to make in a generated
-/// project.
+/// A new consumer, as the changes `/add-handler` asks for, step by step.
 pub struct Consumer {
-    /// Folder under `tests/fixtures/` holding the files below.
+    /// Folder under `tests/fixtures/` holding the files the changes name.
     pub fixture: &'static str,
     /// The handler. Its lines between `// implementation: begin` and
     /// `// implementation: end` are the implementation; the stub replaces
@@ -19,19 +18,26 @@ pub struct Consumer {
     /// Signature edits that make the stub compile without warnings.
     pub stub_signature: &'static [(&'static str, &'static str)],
     pub stub_body: &'static str,
-    /// Edits that register the handler with the crate.
-    pub register: &'static [Edit],
-    /// Test support (the harness subject), appended to existing files.
-    pub support: &'static [Append],
-    /// The required tests, and the edits that declare them.
-    pub tests: Place,
-    pub declare_tests: &'static [Edit],
+    /// Step 2 besides the handler: the event, the storage, the
+    /// registration.
+    pub scaffolding: &'static [Change],
+    /// Step 3: the subject and the required tests, declared.
+    pub tests: &'static [Change],
+    /// The file of new tests (step 3), which must not change afterwards.
+    pub tests_file: &'static str,
+    /// Step 7: the documentation.
+    pub docs: &'static [Change],
     /// What running the tests against the stub shows.
     pub red: Red,
     /// Full names of the new tests.
     pub test_names: &'static [&'static str],
-    /// An edit that weakens one new test (for the red-before-green check).
+    /// An edit that weakens one new test (for the red-before-green check),
+    /// and that test's name.
     pub weaken: Edit,
+    pub weakened_test: &'static str,
+    /// Keys of the consumer's table that are wrong, and which required
+    /// tests stop each.
+    pub wrong_keys: &'static [WrongKey],
 }
 
 pub struct Place {
@@ -45,9 +51,23 @@ pub struct Edit {
     pub replace: &'static str,
 }
 
-pub struct Append {
-    pub path: &'static str,
-    pub fixture: &'static str,
+/// One change to a generated project.
+pub enum Change {
+    /// Replaces text in a file.
+    Edit(Edit),
+    /// Inserts a fixture file's text before `anchor` in a file.
+    Insert {
+        path: &'static str,
+        anchor: &'static str,
+        fixture: &'static str,
+    },
+    /// Appends a fixture file to a file.
+    Append {
+        path: &'static str,
+        fixture: &'static str,
+    },
+    /// Writes a fixture file as a new file.
+    Write(Place),
 }
 
 /// The failing run against the stub.
@@ -60,63 +80,195 @@ pub struct Red {
     pub message: &'static str,
 }
 
-/// A `loyalty` consumer: one point per 10 paid, for the paying account.
-pub const LOYALTY: Consumer = Consumer {
-    fixture: "loyalty",
+/// A wrong unique key for the consumer's table, and the tests it fails.
+pub struct WrongKey {
+    pub name: &'static str,
+    pub edit: Edit,
+    pub stopped_by: &'static [&'static str],
+}
+
+const SCHEMA: &str = "src/sqlite/schema.sql";
+const PICKS_KEY: &str = "    PRIMARY KEY (order_id, line)\n) WITHOUT ROWID;";
+
+/// A `picking` consumer of a new `order.placed` event: one pick per order
+/// line, two lines of one sku both picked.
+pub const PICKING: Consumer = Consumer {
+    fixture: "picking",
     handler: Place {
         fixture: "handler.rs",
-        path: "src/handlers/loyalty.rs",
+        path: "src/handlers/picking.rs",
     },
     stub_signature: &[(
-        "(&self, db: &Connection, message: &Message)",
-        "(&self, _db: &Connection, _message: &Message)",
+        "(&self, tables: &mut dyn Tables, message: &Message)",
+        "(&self, _tables: &mut dyn Tables, _message: &Message)",
     )],
     stub_body: "        Ok(())\n",
-    register: &[
-        Edit {
-            path: "src/handlers/mod.rs",
-            find: "mod debit;\n",
-            replace: "mod debit;\nmod loyalty;\n",
+    scaffolding: &[
+        Change::Insert {
+            path: "src/event.rs",
+            anchor: "}\n\n/// Payload of `payment.captured`.",
+            fixture: "event_variant.rs",
         },
-        Edit {
-            path: "src/handlers/mod.rs",
-            find: "pub use debit::{Debit, balance, balances, open_account};\n",
-            replace: "pub use debit::{Debit, balance, balances, open_account};\npub use loyalty::{Loyalty, points};\n",
+        Change::Insert {
+            path: "src/event.rs",
+            anchor: "/// Why an event could not be decoded.",
+            fixture: "event_payload.rs",
         },
-        Edit {
+        Change::Insert {
+            path: "src/event.rs",
+            anchor: "\n    /// Decodes the payload of a message of type `kind`.",
+            fixture: "event_const.rs",
+        },
+        Change::Insert {
+            path: "src/event.rs",
+            anchor: "            other => Err(InvalidEvent::UnknownType(other.to_owned())),",
+            fixture: "event_decode.rs",
+        },
+        Change::Insert {
+            path: "src/event.rs",
+            anchor: "        }\n    }\n\n    /// The payment, if this is a `payment.captured` event.",
+            fixture: "event_encode.rs",
+        },
+        Change::Insert {
+            path: "src/event.rs",
+            anchor: "    /// The payment, if this is a `payment.captured` event.",
+            fixture: "event_accessor.rs",
+        },
+        Change::Edit(Edit {
+            path: "src/handlers/mod.rs",
+            find: "mod notify;\n",
+            replace: "mod notify;\nmod picking;\n",
+        }),
+        Change::Edit(Edit {
+            path: "src/handlers/mod.rs",
+            find: "pub use notify::{CHANNELS, Notification, Notify, Outbox};\n",
+            replace: "pub use notify::{CHANNELS, Notification, Notify, Outbox};\npub use picking::{Pick, Picking, Picks};\n",
+        }),
+        Change::Edit(Edit {
+            path: "src/handlers/mod.rs",
+            find: "pub trait Tables: Ledger + Outbox {}\n\nimpl<T: Ledger + Outbox + ?Sized> Tables for T {}",
+            replace: "pub trait Tables: Ledger + Outbox + Picks {}\n\nimpl<T: Ledger + Outbox + Picks + ?Sized> Tables for T {}",
+        }),
+        Change::Edit(Edit {
             path: "src/handlers/mod.rs",
             find: "vec![Arc::new(Debit), Arc::new(Notify)]",
-            replace: "vec![Arc::new(Debit), Arc::new(Notify), Arc::new(Loyalty)]",
+            replace: "vec![Arc::new(Debit), Arc::new(Notify), Arc::new(Picking)]",
+        }),
+        Change::Edit(Edit {
+            path: "src/sqlite/tables.rs",
+            find: "use crate::handlers::{Debited, Ledger, Notification, Outbox};",
+            replace: "use crate::handlers::{Debited, Ledger, Notification, Outbox, Pick, Picks};",
+        }),
+        Change::Append {
+            path: "src/sqlite/tables.rs",
+            fixture: "tables_sqlite.rs",
+        },
+        Change::Append {
+            path: SCHEMA,
+            fixture: "schema_sqlite.sql",
         },
     ],
-    support: &[Append {
-        path: "tests/support/subjects.rs",
-        fixture: "subject.rs",
-    }],
-    tests: Place {
-        fixture: "test.rs",
-        path: "tests/conformance/loyalty.rs",
-    },
-    declare_tests: &[Edit {
-        path: "tests/conformance/main.rs",
-        find: "mod consumers;\n",
-        replace: "mod consumers;\nmod loyalty;\n",
-    }],
+    tests: &[
+        Change::Edit(Edit {
+            path: "tests/support/subjects.rs",
+            find: "::event::{Event, PaymentCaptured};",
+            replace: "::event::{Event, OrderLine, OrderPlaced, PaymentCaptured};",
+        }),
+        Change::Edit(Edit {
+            path: "tests/support/subjects.rs",
+            find: "::handlers::{CHANNELS, Debit, Debited, Notification, Notify, Tables};",
+            replace: "::handlers::{CHANNELS, Debit, Debited, Notification, Notify, Pick, Picking, Tables};",
+        }),
+        Change::Edit(Edit {
+            path: "tests/support/subjects.rs",
+            find: "Box::new(NotifySubject::real())",
+            replace: "Box::new(NotifySubject::real()),\n        Box::new(PickingSubject)",
+        }),
+        Change::Append {
+            path: "tests/support/subjects.rs",
+            fixture: "subject.rs",
+        },
+        Change::Write(Place {
+            fixture: "test.rs",
+            path: "tests/conformance/picking.rs",
+        }),
+        Change::Edit(Edit {
+            path: "tests/conformance/main.rs",
+            find: "mod parallel;\n",
+            replace: "mod parallel;\nmod picking;\n",
+        }),
+    ],
+    tests_file: "tests/conformance/picking.rs",
+    docs: &[
+        Change::Edit(Edit {
+            path: "README.md",
+            find: "- `type`: the event type; `payload`: its fields (`amount` 1 to 10^12).",
+            replace: "- `type`: the event type; `payload`: its fields. `payment.captured`:\n  `account`, `amount` (1 to 10^12). `order.placed`: `lines`, each a\n  `sku` and a `quantity` (at least 1); a sku may be on several lines.",
+        }),
+        Change::Edit(Edit {
+            path: "src/envelope.rs",
+            find: "//! {\"id\": \"pay-0001\", \"type\": \"payment.captured\", \"payload\": {\"account\": 1, \"amount\": 10}}\n",
+            replace: "//! {\"id\": \"pay-0001\", \"type\": \"payment.captured\", \"payload\": {\"account\": 1, \"amount\": 10}}\n//! {\"id\": \"ord-0001\", \"type\": \"order.placed\", \"payload\": {\"lines\": [{\"sku\": \"a\", \"quantity\": 1}]}}\n",
+        }),
+    ],
     red: Red {
-        command: &["test", "--test", "conformance", "loyalty"],
-        summary: "test result: FAILED. 0 passed; 3 failed",
-        message: "50 payments of 10 give 50 points",
+        command: &["test", "--test", "conformance", "picking"],
+        summary: "test result: FAILED. 0 passed; 4 failed",
+        message: "the model gives [Pick {",
     },
     test_names: &[
-        "loyalty::run_twice_awards_each_payment_once",
-        "loyalty::parallel_awards_each_payment_once",
-        "loyalty::redeliver_after_failure_awards_once",
+        "picking::run_twice_picks_each_order_once",
+        "picking::parallel_picks_each_order_once",
+        "picking::redeliver_after_failure_picks_once",
+        "picking::business_key_refuses_a_resent_order_but_picks_both_lines_of_one_sku",
     ],
     weaken: Edit {
-        path: "tests/conformance/loyalty.rs",
-        find: "assert_eq!(observed.outcomes.failed, 0);",
-        replace: "assert!(observed.outcomes.failed <= 1);",
+        path: "tests/conformance/picking.rs",
+        find: "assert_eq!(play.observed.outcomes.failed, 0);",
+        replace: "assert!(play.observed.outcomes.failed <= 1);",
     },
+    weakened_test: "picking::parallel_picks_each_order_once",
+    wrong_keys: &[
+        WrongKey {
+            name: "no unique key",
+            edit: Edit {
+                path: SCHEMA,
+                find: "    quantity INTEGER NOT NULL,\n    PRIMARY KEY (order_id, line)\n) WITHOUT ROWID;",
+                replace: "    quantity INTEGER NOT NULL\n);",
+            },
+            stopped_by: &[
+                "coverage::every_subject_passes_every_required_scenario",
+                "picking::business_key_refuses_a_resent_order_but_picks_both_lines_of_one_sku",
+            ],
+        },
+        WrongKey {
+            name: "unique per order and sku (too coarse)",
+            edit: Edit {
+                path: SCHEMA,
+                find: PICKS_KEY,
+                replace: "    PRIMARY KEY (order_id, sku)\n) WITHOUT ROWID;",
+            },
+            stopped_by: &[
+                "coverage::every_subject_passes_every_required_scenario",
+                "picking::business_key_refuses_a_resent_order_but_picks_both_lines_of_one_sku",
+                "picking::parallel_picks_each_order_once",
+                "picking::redeliver_after_failure_picks_once",
+                "picking::run_twice_picks_each_order_once",
+            ],
+        },
+        WrongKey {
+            name: "unique per order, line and quantity (too fine)",
+            edit: Edit {
+                path: SCHEMA,
+                find: PICKS_KEY,
+                replace: "    PRIMARY KEY (order_id, line, quantity)\n) WITHOUT ROWID;",
+            },
+            stopped_by: &[
+                "coverage::every_subject_passes_every_required_scenario",
+                "picking::business_key_refuses_a_resent_order_but_picks_both_lines_of_one_sku",
+            ],
+        },
+    ],
 };
 
 impl Consumer {
@@ -146,41 +298,74 @@ impl Consumer {
         format!("{head}{}{}", self.stub_body, &handler[end..])
     }
 
-    /// Step 2 of `/add-handler`, tests half: the subject and the required
-    /// tests, declared.
-    pub fn write_tests(&self, root: &Path) {
-        for append in self.support {
-            let path = root.join(append.path);
-            let text = fs::read_to_string(&path).expect("file to append to");
-            fs::write(&path, text + &self.fixture_text(append.fixture)).unwrap();
+    fn make(&self, root: &Path, changes: &[Change]) {
+        for change in changes {
+            match change {
+                Change::Edit(edit) => edit.apply(root),
+                Change::Insert {
+                    path,
+                    anchor,
+                    fixture,
+                } => {
+                    let file = root.join(path);
+                    let text = fs::read_to_string(&file).expect("file to insert into");
+                    let addition = self.fixture_text(fixture);
+                    if !text.contains(&addition) {
+                        assert!(
+                            text.contains(anchor),
+                            "{path} no longer contains {anchor:?}: update the change"
+                        );
+                        let changed = text.replacen(anchor, &format!("{addition}{anchor}"), 1);
+                        fs::write(&file, changed).unwrap();
+                    }
+                }
+                Change::Append { path, fixture } => {
+                    let path = root.join(path);
+                    let text = fs::read_to_string(&path).expect("file to append to");
+                    let addition = self.fixture_text(fixture);
+                    if !text.contains(&addition) {
+                        fs::write(&path, text + &addition).unwrap();
+                    }
+                }
+                Change::Write(place) => {
+                    fs::write(root.join(place.path), self.fixture_text(place.fixture)).unwrap();
+                }
+            }
         }
-        fs::write(
-            root.join(self.tests.path),
-            self.fixture_text(self.tests.fixture),
-        )
-        .unwrap();
-        apply(root, self.declare_tests);
     }
 
-    /// Step 2, code half: the handler as a stub that does nothing, registered.
+    /// Step 3 of `/add-handler`: the subject and the required tests,
+    /// declared.
+    pub fn write_tests(&self, root: &Path) {
+        self.make(root, self.tests);
+    }
+
+    /// Step 2: the event, the storage, and the handler as a stub that does
+    /// nothing, registered.
     pub fn write_stub(&self, root: &Path) {
+        self.make(root, self.scaffolding);
         fs::write(root.join(self.handler.path), self.stub()).unwrap();
-        apply(root, self.register);
     }
 
-    /// Step 5: the real handler (registered, if the stub did not do it).
+    /// Step 6: the real handler (with step 2's scaffolding, if it is not
+    /// there yet).
     pub fn write_implementation(&self, root: &Path) {
+        self.make(root, self.scaffolding);
         fs::write(
             root.join(self.handler.path),
             self.fixture_text(self.handler.fixture),
         )
         .unwrap();
-        apply(root, self.register);
     }
 
-    /// The new tests' files, as they are now.
+    /// Step 7: the documentation.
+    pub fn write_docs(&self, root: &Path) {
+        self.make(root, self.docs);
+    }
+
+    /// The new tests' file, as it is now.
     pub fn test_text(&self, root: &Path) -> String {
-        fs::read_to_string(root.join(self.tests.path)).expect("the new tests")
+        fs::read_to_string(root.join(self.tests_file)).expect("the new tests")
     }
 }
 

@@ -12,7 +12,7 @@
 //! is the payment alone: one payment debits once, and two payments from one
 //! account are two debits.
 
-use crate::event::Event;
+use crate::event::{Event, NotSubscribed};
 use crate::handler::{Handler, HandlerError};
 use crate::handlers::Tables;
 use crate::inbox::StorageError;
@@ -61,18 +61,18 @@ impl Handler for Debit {
     }
 
     fn apply(&self, tables: &mut dyn Tables, message: &Message) -> Result<(), HandlerError> {
-        match &message.event {
-            Event::PaymentCaptured(payment) => {
-                let debit = Debited {
-                    payment_id: message.id.as_str().to_owned(),
-                    account: payment.account,
-                    amount: payment.amount,
-                };
-                if !tables.debit(&debit)? {
-                    return Err(UnknownAccount(payment.account).into());
-                }
-                Ok(())
-            }
+        let payment = message
+            .event
+            .payment_captured()
+            .ok_or_else(|| NotSubscribed::from(&message.event))?;
+        let debit = Debited {
+            payment_id: message.id.as_str().to_owned(),
+            account: payment.account,
+            amount: payment.amount,
+        };
+        if !tables.debit(&debit)? {
+            return Err(UnknownAccount(payment.account).into());
         }
+        Ok(())
     }
 }

@@ -10,7 +10,7 @@
 //! (the account, the text): a repeat of the event is the same notification
 //! even if its payload changed.
 
-use crate::event::Event;
+use crate::event::{Event, NotSubscribed};
 use crate::handler::{Handler, HandlerError};
 use crate::handlers::Tables;
 use crate::inbox::StorageError;
@@ -50,18 +50,18 @@ impl Handler for Notify {
     }
 
     fn apply(&self, tables: &mut dyn Tables, message: &Message) -> Result<(), HandlerError> {
-        match &message.event {
-            Event::PaymentCaptured(payment) => {
-                for channel in CHANNELS {
-                    tables.queue_notification(&Notification {
-                        event_id: message.id.as_str().to_owned(),
-                        channel: channel.to_owned(),
-                        account: payment.account,
-                        body: format!("Payment of {} captured", payment.amount),
-                    })?;
-                }
-                Ok(())
-            }
+        let payment = message
+            .event
+            .payment_captured()
+            .ok_or_else(|| NotSubscribed::from(&message.event))?;
+        for channel in CHANNELS {
+            tables.queue_notification(&Notification {
+                event_id: message.id.as_str().to_owned(),
+                channel: channel.to_owned(),
+                account: payment.account,
+                body: format!("Payment of {} captured", payment.amount),
+            })?;
         }
+        Ok(())
     }
 }

@@ -462,10 +462,12 @@ impl Handler for DebitsTooMuch {
         Debit.subscribes_to(event)
     }
     fn apply(&self, tables: &mut dyn Tables, message: &Message) -> Result<(), HandlerError> {
-        let mut message = message.clone();
-        match &mut message.event {
-            Event::PaymentCaptured(payment) => payment.amount += 1,
-        }
+        let mut payment = message.event.payment_captured().expect("a payment").clone();
+        payment.amount += 1;
+        let message = Message {
+            id: message.id.clone(),
+            event: Event::PaymentCaptured(payment),
+        };
         Debit.apply(tables, &message)
     }
 }

@@ -46,9 +46,7 @@ pub fn payments(count: usize) -> Vec<Message> {
 
 /// The payment in `message`.
 fn payment(message: &Message) -> &PaymentCaptured {
-    match &message.event {
-        Event::PaymentCaptured(payment) => payment,
-    }
+    message.event.payment_captured().expect("a payment")
 }
 
 /// `message` resent under its id with `change` applied to its payment.

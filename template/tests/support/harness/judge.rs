@@ -46,13 +46,17 @@ impl<State> Play<State> {
     }
 }
 
-/// A broken promise, with enough detail to see why. `Debug` shows the
-/// text as it is, so `.expect(...)` on a judged result reads well.
+/// A broken promise, with enough detail to see why.
+///
+/// `Debug` shows the text after `violation: `, so that `.expect(...)` on a
+/// judged result reads well, and so that `scripts/red-before-green.sh`
+/// counts the panic as a failed assertion (the harness judged the state),
+/// not as a set-up that went wrong.
 pub struct Violation(pub String);
 
 impl std::fmt::Debug for Violation {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
+        write!(f, "violation: {}", self.0)
     }
 }
 
