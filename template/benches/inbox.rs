@@ -33,7 +33,8 @@ use indicatif::ProgressBar;
 
 use {{crate_name}}::handlers::Debit;
 use {{crate_name}}::inbox::{Delivery, Inbox, Outcome, Policy, StorageError};
-use {{crate_name}}::pipeline::{self, Options, Rejects, Summary};
+use {{crate_name}}::pipeline::{self, Options, Summary};
+use {{crate_name}}::source::lines::{LinesSource, Rejects};
 use {{crate_name}}::store::Store;
 use support::database::Fixture;
 use support::database::bench::{self, Reference};
@@ -134,15 +135,18 @@ fn run_pipeline<I: Inbox + 'static>(
 ) -> (Summary, Duration) {
     let runtime = tokio::runtime::Runtime::new().expect("runtime");
     let reader: Box<dyn Read + Send> = Box::new(File::open(input).expect("input"));
+    let source = LinesSource::new(
+        reader,
+        Rejects::to_stderr(ProgressBar::hidden()),
+        ProgressBar::hidden(),
+    );
     let started = Instant::now();
     let summary = runtime
         .block_on(pipeline::run(
-            reader,
+            Box::new(source),
             vec![Arc::new(Debit)],
             open,
             options,
-            Rejects::to_stderr(ProgressBar::hidden()),
-            ProgressBar::hidden(),
         ))
         .expect("pipeline")
         .summary;
@@ -179,9 +183,12 @@ fn throughput_table(input: &Path, deliveries: usize, raw: f64) {
                     assert_eq!(summary.failed + summary.rejected, 0, "{summary}");
                     inbox_rates.push(deliveries as f64 / took.as_secs_f64());
 
-                    let bare = fresh_fixture();
+                    // Shared, so that the fixture (and its connection) is
+                    // dropped here, outside the pipeline's runtime.
+                    let bare = Arc::new(fresh_fixture());
+                    let shared = bare.clone();
                     let (_, took) =
-                        run_pipeline(input, options, move || Ok(BareUpdate(bare.raw())));
+                        run_pipeline(input, options, move || Ok(BareUpdate(shared.raw())));
                     bare_rates.push(deliveries as f64 / took.as_secs_f64());
                 }
                 let (inbox_rate, bare_rate) = (median(inbox_rates), median(bare_rates));

@@ -71,6 +71,14 @@ pub fn parse_line(line: &[u8]) -> Result<Message, Rejection> {
     Ok(Message { id, event })
 }
 
+/// `message` as one line of this format (without the line break): what
+/// [`parse_line`] reads back into the same message.
+pub fn to_line(message: &Message) -> String {
+    let (kind, payload) = message.event.encode();
+    let payload = RawValue::from_string(payload).expect("an encoded payload is JSON");
+    serde_json::json!({ "id": message.id.as_str(), "type": kind, "payload": payload }).to_string()
+}
+
 fn string_field<'a>(
     name: &'static str,
     raw: Option<&'a RawValue>,
@@ -163,6 +171,15 @@ mod tests {
                 "{line}: got {reason:?}, expected it to start with {expected:?}"
             );
         }
+    }
+
+    #[test]
+    fn to_line_is_read_back_as_the_same_message() {
+        let message = parse(
+            r#"{"id":"p 1\u00e9","type":"payment.captured","payload":{"account":7,"amount":99}}"#,
+        )
+        .unwrap();
+        assert_eq!(parse(&to_line(&message)).unwrap(), message);
     }
 
     #[test]

@@ -8,7 +8,8 @@
 //! * [`handler`] and [`handlers`]: the business code, one consumer per handler;
 //! * [`store`]: what the consumer needs from a database, and
 //!   [`database`]: this project's database, the only module that knows which one;
-//! * [`pipeline`]: reading deliveries and fanning them out to workers;
+//! * [`source`]: where deliveries come from, and how each is settled;
+//! * [`pipeline`]: fanning deliveries out to workers, settling after commit;
 //! * [`retention`]: purging old inbox rows without letting late duplicates through.
 
 pub mod defaults;
@@ -20,6 +21,7 @@ pub mod inbox;
 pub mod message;
 pub mod pipeline;
 pub mod retention;
+pub mod source;
 pub mod store;
 {% if database == "postgres" %}
 pub mod postgres;

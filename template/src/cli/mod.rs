@@ -2,9 +2,16 @@
 //! command. The library does the work; these files only wire it up.
 
 mod accounts;
+{% if broker == "nats" -%}
+#[path = "broker/nats.rs"]
+{%- else -%}
+#[path = "broker/none.rs"]
+{%- endif %}
+mod broker;
 mod dead_letters;
 mod purge;
 mod run;
+mod work;
 
 use std::process::ExitCode;
 
@@ -26,6 +33,8 @@ pub struct Cli {
 #[derive(Subcommand)]
 enum Command {
     Run(run::RunArgs),
+    #[command(flatten)]
+    Broker(broker::BrokerCommand),
     OpenAccount(accounts::OpenAccountArgs),
     /// Show balances, inbox rows per consumer, notifications and dead letters.
     Status,
@@ -41,6 +50,7 @@ impl Cli {
         let database = &self.database;
         match self.command {
             Command::Run(args) => run::run(args, database),
+            Command::Broker(command) => command.execute(database),
             Command::OpenAccount(args) => accounts::open_account(args, &database.open()?),
             Command::Status => accounts::status(&database.open_existing()?),
             Command::DeadLetters(command) => {

@@ -58,6 +58,20 @@ pub enum Outcome {
 pub struct Delivery<'a> {
     pub handler: &'a dyn Handler,
     pub message: &'a Message,
+    /// How many times the source has delivered the message, this time
+    /// included (1 when the source does not count).
+    pub delivered: u32,
+}
+
+impl<'a> Delivery<'a> {
+    /// A first delivery of `message` to `handler`.
+    pub fn new(handler: &'a dyn Handler, message: &'a Message) -> Self {
+        Self {
+            handler,
+            message,
+            delivered: 1,
+        }
+    }
 }
 
 /// How the inbox treats messages that keep failing.
@@ -70,6 +84,22 @@ pub struct Policy {
 impl Default for Policy {
     fn default() -> Self {
         Self { max_attempts: 5 }
+    }
+}
+
+impl Policy {
+    /// Whether a delivery that just failed for the `failures`-th counted
+    /// time, delivered `delivered` times by its source, is the last chance.
+    pub fn exhausted(self, failures: u32, delivered: u32) -> bool {
+        failures.max(delivered) >= self.max_attempts
+    }
+
+    /// Whether the source has delivered a message more often than attempts
+    /// allow without the inbox ever counting a failure: the consumer died
+    /// while handling it (a crash, an abort), again and again. Such a
+    /// message is parked without running its handler once more.
+    pub fn gave_up_on(self, delivered: u32) -> bool {
+        delivered > self.max_attempts
     }
 }
 
@@ -87,7 +117,7 @@ pub trait Inbox: Send {
         handler: &dyn Handler,
         message: &Message,
     ) -> Result<Outcome, StorageError> {
-        let outcomes = self.deliver_batch(&[Delivery { handler, message }])?;
+        let outcomes = self.deliver_batch(&[Delivery::new(handler, message)])?;
         Ok(outcomes
             .into_iter()
             .next()

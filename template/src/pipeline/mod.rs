@@ -1,48 +1,38 @@
-//! `run`: read deliveries, hand them to workers, count what happened.
+//! Running a consumer: take deliveries from a source, hand them to workers,
+//! settle each message after its transaction, count what happened.
 //!
 //! ```text
-//! input ──▶ reader ──(bounded queue)──▶ worker 1 ─┐
-//!             │                         worker 2 ─┼─▶ one SQLite file
-//!             ▼                         worker N ─┘
-//!          rejects
+//! source ──(bounded queue)──▶ worker 1 ─┐
+//!   │                         worker 2 ─┼─▶ the database
+//!   ▼                         worker N ─┘
+//! rejects                        │
+//!                                ▼ after each commit
+//!                      settle: done / retry / parked
 //! ```
 //!
-//! The reader parses each line; a bad line is reported with its number and
-//! the run goes on. Each worker owns one connection and takes messages in
-//! batches, bounded by count and by time, so a busy input commits rarely
-//! and a quiet one still commits within a few milliseconds. Progress moves
-//! only after a batch commits: that is the point where a broker consumer
-//! would acknowledge. The queue is bounded, so memory stays flat however
-//! large the input is.
+//! Each worker owns one connection and takes messages in batches, bounded
+//! by count and by time, so a busy source commits rarely and a quiet one
+//! still commits within a few milliseconds. A message is settled only after
+//! the transaction holding its deliveries returned (see `source`). The
+//! queue is bounded, so memory stays flat however much the source holds.
 //!
-//! Both the reader and the workers do blocking I/O, so they run on tokio's
-//! blocking pool; the async side only waits for them and for Ctrl-C.
+//! The source and the workers block (files, database clients), so they run
+//! on tokio's blocking pool; the async side waits for them and for signals.
 
-mod lines;
-mod rejects;
 mod summary;
 
-pub use lines::{Line, Lines};
-pub use rejects::Rejects;
 pub use summary::Summary;
 
 use std::collections::VecDeque;
-use std::io::Read;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use crossbeam_channel::{Receiver, Sender};
-use indicatif::ProgressBar;
+use crossbeam_channel::Receiver;
 
-use crate::envelope::{Rejection, parse_line};
 use crate::handler::Handler;
-use crate::inbox::{Delivery, Inbox, StorageError};
-use crate::message::Message;
-
-/// The longest input line accepted, in bytes.
-pub const MAX_LINE_BYTES: usize = 1024 * 1024;
+use crate::inbox::{Delivery, Inbox, Outcome, StorageError};
+use crate::source::{Incoming, Source, Stop, Verdict};
 
 /// Messages per transaction unless told otherwise. Best of three runs of the
 /// `run` binary on the benchmark's 200,000 lines, one worker: 64 gave about
@@ -51,7 +41,7 @@ pub const MAX_LINE_BYTES: usize = 1024 * 1024;
 pub const DEFAULT_BATCH_SIZE: u16 = 256;
 
 /// Longest wait for a batch to fill, in milliseconds, unless told otherwise:
-/// the latency a quiet input pays for batching.
+/// the latency a quiet source pays for batching.
 pub const DEFAULT_BATCH_WAIT_MS: u16 = 5;
 
 /// How each line of `--progress-lines` starts.
@@ -68,8 +58,8 @@ pub struct Options {
     /// has.
     pub batch_wait: Duration,
     /// Print a line on stderr after every committed batch, for scripts and
-    /// tests that follow a run's progress (the crash test kills `run` at
-    /// such points).
+    /// tests that follow a run's progress (the crash tests kill a consumer
+    /// at such points).
     pub progress_lines: bool,
 }
 
@@ -84,37 +74,43 @@ impl Default for Options {
     }
 }
 
-/// A parsed message waiting for a worker.
-struct Job {
-    message: Message,
-    /// Input bytes this job accounts for (for progress).
-    size: usize,
-}
-
-/// The reader hands jobs to workers in chunks of up to this many: one
-/// queue operation per chunk instead of per message. A chunk also goes out
-/// as soon as reading on would have to wait for more input, so a slow
-/// producer on stdin adds no delay.
-const CHUNK: usize = 64;
-
 /// How a run ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Report {
     pub summary: Summary,
-    /// Ctrl-C stopped the run before the end of its input.
+    /// A signal stopped the run before its source ended.
     pub interrupted: bool,
 }
 
-/// Processes every line of `input` and returns the counts.
+/// Consumes `source` until it ends (or a signal stops it) and returns the
+/// counts.
 ///
 /// `open_inbox` is called once per worker, on the worker's thread.
 pub async fn run<I, F>(
-    input: Box<dyn Read + Send>,
+    source: Box<dyn Source>,
     handlers: Vec<Arc<dyn Handler>>,
     open_inbox: F,
     options: Options,
-    rejects: Rejects,
-    progress: ProgressBar,
+) -> anyhow::Result<Report>
+where
+    I: Inbox + 'static,
+    F: Fn() -> Result<I, StorageError> + Send + Sync + 'static,
+{
+    let stop = Arc::new(Stop::default());
+    let signals = tokio::spawn(stop_on_signals(stop.clone()));
+    let report = run_until(source, handlers, open_inbox, options, stop).await;
+    signals.abort();
+    report
+}
+
+/// Like [`run`], stopped by `stop` instead of signals (for embedding, and
+/// for tests that stop a broker source once it has nothing left).
+pub async fn run_until<I, F>(
+    source: Box<dyn Source>,
+    handlers: Vec<Arc<dyn Handler>>,
+    open_inbox: F,
+    options: Options,
+    stop: Arc<Stop>,
 ) -> anyhow::Result<Report>
 where
     I: Inbox + 'static,
@@ -122,175 +118,152 @@ where
 {
     let workers = options.workers.max(1);
     let (chunks_in, chunks_out) = crossbeam_channel::bounded(workers * 4);
-    let stop = Arc::new(AtomicBool::new(false));
-    let interrupt = tokio::spawn(stop_on_ctrl_c(stop.clone()));
     let open_inbox = Arc::new(open_inbox);
     let handlers = Arc::new(handlers);
 
     let workers: Vec<_> = (0..workers)
         .map(|_| {
-            let (chunks, open_inbox, handlers, progress) = (
-                chunks_out.clone(),
-                open_inbox.clone(),
-                handlers.clone(),
-                progress.clone(),
-            );
+            let (chunks, open_inbox, handlers) =
+                (chunks_out.clone(), open_inbox.clone(), handlers.clone());
             tokio::task::spawn_blocking(move || -> anyhow::Result<Summary> {
                 let inbox =
                     open_inbox().context("could not open a worker's database connection")?;
-                Ok(work(inbox, &chunks, &handlers, options, &progress))
+                Ok(work(inbox, &chunks, &handlers, options))
             })
         })
         .collect();
     drop(chunks_out);
 
     let reader = tokio::task::spawn_blocking({
-        let (progress, stop) = (progress.clone(), stop.clone());
-        move || read(input, &chunks_in, rejects, &stop, &progress)
+        let stop = stop.clone();
+        move || source.run(&chunks_in, &stop)
     });
 
-    let mut summary = reader.await??;
+    let mut summary = Summary {
+        rejected: reader.await??,
+        ..Summary::default()
+    };
     for worker in workers {
         summary += worker.await??;
     }
-    interrupt.abort();
-    progress.finish_and_clear();
     Ok(Report {
         summary,
-        interrupted: stop.load(Ordering::Relaxed),
+        interrupted: stop.is_raised(),
     })
 }
 
-/// First Ctrl-C: stop reading, finish what was read, report. Second Ctrl-C
-/// (the reader may be blocked on a quiet stdin): exit at once. Either way
-/// nothing is lost: committed deliveries are in the inbox, and the rest
-/// were never acknowledged, so they come again.
-async fn stop_on_ctrl_c(stop: Arc<AtomicBool>) {
-    if tokio::signal::ctrl_c().await.is_err() {
+/// First Ctrl-C or SIGTERM: stop taking new messages, finish and settle the
+/// ones taken, report. Second: exit at once. Either way nothing is lost:
+/// committed deliveries are in the inbox, and the rest were never
+/// acknowledged, so they come again.
+async fn stop_on_signals(stop: Arc<Stop>) {
+    if signal().await.is_err() {
         return;
     }
-    eprintln!("interrupted: finishing the deliveries already read (Ctrl-C again to quit now)");
-    stop.store(true, Ordering::Relaxed);
-    if tokio::signal::ctrl_c().await.is_ok() {
-        eprintln!("interrupted twice: quitting; uncommitted deliveries will be redelivered");
+    eprintln!("stopping: finishing the deliveries already taken (interrupt again to quit now)");
+    stop.raise();
+    if signal().await.is_ok() {
+        eprintln!("interrupted twice: quitting; uncommitted deliveries will be delivered again");
         std::process::exit(130);
     }
 }
 
-/// The reader: parses lines, queues messages in chunks, reports rejections.
-fn read(
-    input: Box<dyn Read + Send>,
-    chunks: &Sender<Vec<Job>>,
-    mut rejects: Rejects,
-    stop: &AtomicBool,
-    progress: &ProgressBar,
-) -> anyhow::Result<Summary> {
-    let mut summary = Summary::default();
-    let mut lines = Lines::new(input, MAX_LINE_BYTES);
-    let mut chunk = Vec::with_capacity(CHUNK);
-    let send = |chunk: Vec<Job>| {
-        chunks
-            .send(chunk)
-            .map_err(|_| anyhow::anyhow!("every worker stopped before the input was read"))
-    };
-    while !stop.load(Ordering::Relaxed) {
-        if !chunk.is_empty() && (chunk.len() >= CHUNK || lines.must_wait_for_input()) {
-            send(std::mem::replace(&mut chunk, Vec::with_capacity(CHUNK)))?;
-        }
-        let Some((number, line, size)) = lines
-            .next_line()
-            .with_context(|| "could not read the input")?
-        else {
-            break;
-        };
-        let parsed = match line {
-            Line::Text(text) if text.iter().all(u8::is_ascii_whitespace) => {
-                progress.inc(size as u64);
-                continue;
-            }
-            Line::Text(text) => parse_line(text).map_err(|reason| (reason, Some(text))),
-            Line::TooLong => Err((
-                Rejection::TooLong {
-                    limit: MAX_LINE_BYTES,
-                },
-                None,
-            )),
-        };
-        match parsed {
-            Ok(message) => chunk.push(Job { message, size }),
-            Err((reason, text)) => {
-                summary.rejected += 1;
-                let text = text.map(String::from_utf8_lossy);
-                rejects
-                    .reject(number, &reason.to_string(), text.as_deref())
-                    .context("could not write a rejected line")?;
-                progress.inc(size as u64);
-            }
+/// Ctrl-C, or SIGTERM where there is such a thing.
+async fn signal() -> std::io::Result<()> {
+    #[cfg(unix)]
+    {
+        let mut terminate =
+            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+        tokio::select! {
+            interrupt = tokio::signal::ctrl_c() => interrupt,
+            _ = terminate.recv() => Ok(()),
         }
     }
-    if !chunk.is_empty() {
-        send(chunk)?;
-    }
-    rejects.flush().context("could not write rejected lines")?;
-    Ok(summary)
+    #[cfg(not(unix))]
+    tokio::signal::ctrl_c().await
 }
 
 /// A worker: commits batches until the queue is closed and drained.
 fn work<I: Inbox>(
     mut inbox: I,
-    chunks: &Receiver<Vec<Job>>,
+    chunks: &Receiver<Vec<Incoming>>,
     handlers: &[Arc<dyn Handler>],
     options: Options,
-    progress: &ProgressBar,
 ) -> Summary {
     let mut summary = Summary::default();
     let mut queued = VecDeque::new();
     let mut batch = Vec::with_capacity(options.batch_size);
     while next_batch(chunks, &mut queued, &mut batch, options) {
-        let deliveries: Vec<Delivery<'_>> = batch
-            .iter()
-            .flat_map(|job| {
+        let mut deliveries = Vec::new();
+        // For each message: how many of `deliveries` are its own.
+        let mut fan_out = Vec::with_capacity(batch.len());
+        for incoming in &batch {
+            let before = deliveries.len();
+            deliveries.extend(
                 handlers
                     .iter()
-                    .filter(|handler| handler.subscribes_to(&job.message.event))
+                    .filter(|handler| handler.subscribes_to(&incoming.message.event))
                     .map(|handler| Delivery {
                         handler: handler.as_ref(),
-                        message: &job.message,
-                    })
-            })
-            .collect();
-        match inbox.deliver_batch(&deliveries) {
+                        message: &incoming.message,
+                        delivered: incoming.delivered,
+                    }),
+            );
+            fan_out.push(deliveries.len() - before);
+        }
+        let verdicts: Vec<Verdict> = match inbox.deliver_batch(&deliveries) {
             Ok(outcomes) => {
                 outcomes.iter().for_each(|outcome| summary.count(outcome));
                 if options.progress_lines {
                     eprintln!("{PROGRESS_LINE} deliveries={}", outcomes.len());
                 }
+                let mut outcomes = outcomes.into_iter();
+                fan_out
+                    .iter()
+                    .map(|&count| verdict(outcomes.by_ref().take(count)))
+                    .collect()
             }
             Err(error) => {
                 tracing::error!(%error, deliveries = deliveries.len(), "batch rolled back; its messages apply on redelivery");
                 summary.failed += deliveries.len() as u64;
+                vec![Verdict::Abandoned; batch.len()]
             }
+        };
+        drop(deliveries);
+        for (incoming, verdict) in batch.drain(..).zip(verdicts) {
+            incoming.ack.settle(verdict);
         }
-        progress.inc(batch.iter().map(|job| job.size as u64).sum());
     }
     summary
 }
 
-/// Fills `batch` with up to `batch_size` jobs: those already queued locally
-/// first, then chunks from the reader, waiting at most `batch_wait` once the
-/// batch has its first job. `false` once the reader is done and nothing is
-/// left.
+/// A message's verdict from the outcomes of its deliveries.
+fn verdict(outcomes: impl Iterator<Item = Outcome>) -> Verdict {
+    let mut verdict = Verdict::Done;
+    for outcome in outcomes {
+        match outcome {
+            Outcome::DeadLettered(_) => return Verdict::Parked,
+            Outcome::Failed(_) => verdict = Verdict::Retry,
+            Outcome::Applied | Outcome::Duplicate => {}
+        }
+    }
+    verdict
+}
+
+/// Fills `batch` with up to `batch_size` messages: those already queued
+/// locally first, then chunks from the source, waiting at most `batch_wait`
+/// once the batch has its first message. `false` once the source is done
+/// and nothing is left.
 fn next_batch(
-    chunks: &Receiver<Vec<Job>>,
-    queued: &mut VecDeque<Job>,
-    batch: &mut Vec<Job>,
+    chunks: &Receiver<Vec<Incoming>>,
+    queued: &mut VecDeque<Incoming>,
+    batch: &mut Vec<Incoming>,
     options: Options,
 ) -> bool {
-    batch.clear();
     let mut deadline = None;
     while batch.len() < options.batch_size {
-        if let Some(job) = queued.pop_front() {
-            batch.push(job);
+        if let Some(incoming) = queued.pop_front() {
+            batch.push(incoming);
             deadline.get_or_insert_with(|| Instant::now() + options.batch_wait);
             continue;
         }
@@ -304,4 +277,31 @@ fn next_batch(
         }
     }
     !batch.is_empty()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_message_is_done_only_when_every_delivery_is() {
+        use Outcome::*;
+        let cases = [
+            (vec![], Verdict::Done),
+            (vec![Applied, Duplicate], Verdict::Done),
+            (vec![Applied, Failed("x".into())], Verdict::Retry),
+            (
+                vec![Failed("x".into()), DeadLettered("y".into())],
+                Verdict::Parked,
+            ),
+            (vec![DeadLettered("y".into()), Applied], Verdict::Parked),
+        ];
+        for (outcomes, expected) in cases {
+            assert_eq!(
+                verdict(outcomes.clone().into_iter()),
+                expected,
+                "{outcomes:?}"
+            );
+        }
+    }
 }

@@ -108,7 +108,9 @@ impl Inbox for PgInbox {
         let mut retry = 0;
         loop {
             match self.try_batch(batch) {
-                Err(error) if error.fault() == StorageFault::Conflict && retry < CONFLICT_RETRIES => {
+                Err(error)
+                    if error.fault() == StorageFault::Conflict && retry < CONFLICT_RETRIES =>
+                {
                     retry += 1;
                     tracing::debug!(%error, retry, "transaction conflict; retrying the batch");
                     std::thread::sleep(backoff(retry));
@@ -138,7 +140,7 @@ impl DeadLetters for PgInbox {
         let mut tx = client.transaction()?;
         let (consumer, id) = (handler.consumer(), message.id.as_str());
         poison::forget(&mut tx, consumer, id)?;
-        let delivery = Delivery { handler, message };
+        let delivery = Delivery::new(handler, message);
         let never_dead_letter = Policy {
             max_attempts: u32::MAX,
         };
@@ -169,6 +171,11 @@ fn deliver_one(
         tracing::debug!(consumer, message_id = id, "duplicate delivery skipped");
         return Ok(Outcome::Duplicate);
     }
+    if policy.gave_up_on(delivery.delivered) {
+        let outcome = poison::park(tx, &statements.poison, delivery, received_at)?;
+        tx.batch_execute("RELEASE SAVEPOINT delivery")?;
+        return Ok(outcome);
+    }
     match run_handler(delivery, &mut PgTables::new(tx, &statements.tables))? {
         Ok(()) => {
             tx.batch_execute("RELEASE SAVEPOINT delivery")?;
@@ -176,7 +183,14 @@ fn deliver_one(
         }
         Err(reason) => {
             tx.batch_execute("ROLLBACK TO SAVEPOINT delivery; RELEASE SAVEPOINT delivery")?;
-            poison::record_failure(tx, &statements.poison, delivery, &reason, received_at, policy)
+            poison::record_failure(
+                tx,
+                &statements.poison,
+                delivery,
+                &reason,
+                received_at,
+                policy,
+            )
         }
     }
 }

@@ -66,20 +66,61 @@ pub(super) fn record_failure(
         .query_one(&statements.count_failure, &[&consumer, &id, &error, &now])?
         .get(0);
     let failures = failures.unsigned_abs();
-    if failures < policy.max_attempts {
+    if !policy.exhausted(failures, delivery.delivered) {
         tracing::warn!(consumer, message_id = id, failures, %error, "delivery failed; it will apply on redelivery");
         return Ok(Outcome::Failed(error.to_owned()));
     }
+    dead_letter(tx, statements, delivery, error, failures, now)?;
+    Ok(Outcome::DeadLettered(error.to_owned()))
+}
+
+/// Parks a message that its source has delivered more often than attempts
+/// allow, although no failure was counted: the consumer dies while handling
+/// it. Its handler is not run again.
+pub(super) fn park(
+    tx: &mut impl GenericClient,
+    statements: &PoisonStatements,
+    delivery: &Delivery<'_>,
+    now: i64,
+) -> Result<Outcome, StorageError> {
+    let error = format!(
+        "delivered {} times without an outcome: the consumer may die while handling it",
+        delivery.delivered
+    );
+    dead_letter(tx, statements, delivery, &error, delivery.delivered, now)?;
+    Ok(Outcome::DeadLettered(error))
+}
+
+/// Moves a message to `dead_letters`, with its inbox row so that
+/// redeliveries are duplicates, and forgets its attempt count.
+fn dead_letter(
+    tx: &mut impl GenericClient,
+    statements: &PoisonStatements,
+    delivery: &Delivery<'_>,
+    error: &str,
+    attempts: u32,
+    now: i64,
+) -> Result<(), StorageError> {
+    let consumer = delivery.handler.consumer();
+    let id = delivery.message.id.as_str();
     let (event_type, payload) = delivery.message.event.encode();
-    let attempts = i32::try_from(failures).unwrap_or(i32::MAX);
+    let attempts = i32::try_from(attempts).unwrap_or(i32::MAX);
     tx.execute(
         &statements.dead_letter,
-        &[&consumer, &id, &event_type, &payload, &error, &attempts, &now],
+        &[
+            &consumer,
+            &id,
+            &event_type,
+            &payload,
+            &error,
+            &attempts,
+            &now,
+        ],
     )?;
     tx.execute(&statements.record, &[&consumer, &id, &now])?;
     tx.execute(&statements.forget_attempts, &[&consumer, &id])?;
-    tracing::error!(consumer, message_id = id, failures, %error, "message dead-lettered after too many failures");
-    Ok(Outcome::DeadLettered(error.to_owned()))
+    tracing::error!(consumer, message_id = id, attempts, %error, "message dead-lettered");
+    Ok(())
 }
 
 /// Every dead letter, oldest first.

@@ -16,8 +16,8 @@ use super::poison;
 use super::tables::SqliteTables;
 use crate::handler::Handler;
 use crate::inbox::{
-    DeadLetter, DeadLetters, Delivery, Inbox, Outcome, Policy, StorageError, run_handler,
-    unix_millis,
+    DeadLetter, DeadLetters, Delivery, Inbox, Outcome, Policy, StorageError, StorageFault,
+    run_handler, unix_millis,
 };
 use crate::message::Message;
 
@@ -81,7 +81,7 @@ impl DeadLetters for SqliteInbox {
         poison::forget(&tx, consumer, id)?;
         let outcome = {
             let mut statements = Statements::prepare(&tx)?;
-            let delivery = Delivery { handler, message };
+            let delivery = Delivery::new(handler, message);
             let never_dead_letter = Policy {
                 max_attempts: u32::MAX,
             };
@@ -132,10 +132,29 @@ fn deliver_one(
         tracing::debug!(consumer, message_id = id, "duplicate delivery skipped");
         return Ok(Outcome::Duplicate);
     }
+    if policy.gave_up_on(delivery.delivered) {
+        let outcome = poison::park(db, delivery, received_at)?;
+        statements.release.execute([])?;
+        return Ok(outcome);
+    }
     match run_handler(delivery, &mut SqliteTables::new(db))? {
         Ok(()) => {
             statements.release.execute([])?;
             Ok(Outcome::Applied)
+        }
+        Err(reason) if db.is_autocommit() => {
+            // The handler's error ended the whole transaction (SQLite does
+            // that for RAISE(ROLLBACK) and some I/O errors): the batch is
+            // lost. Count the attempt in a transaction of its own, so that
+            // such a message still reaches its dead letter, and report the
+            // batch as not committed: nothing of it may be acknowledged.
+            db.execute_batch("BEGIN IMMEDIATE")?;
+            poison::record_failure(db, delivery, &reason, received_at, policy)?;
+            db.execute_batch("COMMIT")?;
+            Err(StorageError::new(
+                StorageFault::Unavailable,
+                format!("a handler's error rolled back the whole batch: {reason}"),
+            ))
         }
         Err(reason) => {
             statements.rollback_to.execute([])?;

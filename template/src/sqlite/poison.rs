@@ -33,10 +33,41 @@ pub(super) fn record_failure(
              RETURNING failures",
         )?
         .query_row(params![consumer, id, error, now], |row| row.get(0))?;
-    if failures < policy.max_attempts {
+    if !policy.exhausted(failures, delivery.delivered) {
         tracing::warn!(consumer, message_id = id, failures, %error, "delivery failed; it will apply on redelivery");
         return Ok(Outcome::Failed(error.to_owned()));
     }
+    dead_letter(db, delivery, error, failures, now)?;
+    Ok(Outcome::DeadLettered(error.to_owned()))
+}
+
+/// Parks a message that its source has delivered more often than attempts
+/// allow, although no failure was counted: the consumer dies while handling
+/// it. Its handler is not run again.
+pub(super) fn park(
+    db: &Connection,
+    delivery: &Delivery<'_>,
+    now: i64,
+) -> Result<Outcome, StorageError> {
+    let error = format!(
+        "delivered {} times without an outcome: the consumer may die while handling it",
+        delivery.delivered
+    );
+    dead_letter(db, delivery, &error, delivery.delivered, now)?;
+    Ok(Outcome::DeadLettered(error))
+}
+
+/// Moves a message to `dead_letters`, with its inbox row so that
+/// redeliveries are duplicates, and forgets its attempt count.
+fn dead_letter(
+    db: &Connection,
+    delivery: &Delivery<'_>,
+    error: &str,
+    attempts: u32,
+    now: i64,
+) -> Result<(), StorageError> {
+    let consumer = delivery.handler.consumer();
+    let id = delivery.message.id.as_str();
     let (event_type, payload) = delivery.message.event.encode();
     db.prepare_cached(
         "INSERT OR REPLACE INTO dead_letters
@@ -44,7 +75,7 @@ pub(super) fn record_failure(
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
     )?
     .execute(params![
-        consumer, id, event_type, payload, error, failures, now
+        consumer, id, event_type, payload, error, attempts, now
     ])?;
     db.prepare_cached(
         "INSERT OR IGNORE INTO inbox (consumer, message_id, received_at) VALUES (?1, ?2, ?3)",
@@ -52,8 +83,8 @@ pub(super) fn record_failure(
     .execute(params![consumer, id, now])?;
     db.prepare_cached("DELETE FROM attempts WHERE consumer = ?1 AND message_id = ?2")?
         .execute(params![consumer, id])?;
-    tracing::error!(consumer, message_id = id, failures, %error, "message dead-lettered after too many failures");
-    Ok(Outcome::DeadLettered(error.to_owned()))
+    tracing::error!(consumer, message_id = id, attempts, %error, "message dead-lettered");
+    Ok(())
 }
 
 /// Every dead letter, oldest first.

@@ -30,10 +30,16 @@ fn fails_cleanly_then_recovers(
     let subject = DebitSubject::real();
     let error = inbox.deliver_batch(deliveries).unwrap_err();
     assert!(error.is_storage_fault(), "{error}");
-    assert!(error.to_string().contains(expected_error), "unclear error: {error}");
+    assert!(
+        error.to_string().contains(expected_error),
+        "unclear error: {error}"
+    );
     assert_eq!(inbox_rows(fixture, "debit"), 0, "nothing recorded");
     let nothing = Expected::of(&subject, &[]).unwrap();
-    assert!(nothing.problems(&state_of(fixture, &subject)).is_empty(), "nothing applied");
+    assert!(
+        nothing.problems(&state_of(fixture, &subject)).is_empty(),
+        "nothing applied"
+    );
     let mut reader = fixture.database().inbox(Policy::default()).unwrap();
     assert_eq!(
         reader.failures("debit", "pay-00001").unwrap(),
@@ -43,7 +49,10 @@ fn fails_cleanly_then_recovers(
 
     fix_it();
     let outcomes = inbox.deliver_batch(deliveries).unwrap();
-    assert!(outcomes.iter().all(|o| *o == Outcome::Applied), "{outcomes:?}");
+    assert!(
+        outcomes.iter().all(|o| *o == Outcome::Applied),
+        "{outcomes:?}"
+    );
     let messages: Vec<Message> = deliveries.iter().map(|d| d.message.clone()).collect();
     let all = Expected::of(&subject, &messages).unwrap();
     assert!(all.problems(&state_of(fixture, &subject)).is_empty());
@@ -66,7 +75,9 @@ impl Handler for KillsItsConnection {
         Debit.subscribes_to(event)
     }
     fn apply(&self, tables: &mut dyn Tables, message: &Message) -> Result<(), HandlerError> {
-        if message.id.as_str() == self.at && !self.done.swap(true, std::sync::atomic::Ordering::SeqCst) {
+        if message.id.as_str() == self.at
+            && !self.done.swap(true, std::sync::atomic::Ordering::SeqCst)
+        {
             let mut admin = postgres::Client::connect(&server_url(), postgres::NoTls)?;
             admin.execute("SELECT pg_terminate_backend($1)", &[&self.backend])?;
         }
@@ -92,12 +103,15 @@ fn a_connection_killed_mid_batch_fails_the_batch_and_the_inbox_reconnects() {
     let messages = payments(300);
     let deliveries: Vec<_> = messages
         .iter()
-        .map(|message| Delivery {
-            handler: killer.as_ref(),
-            message,
-        })
+        .map(|message| Delivery::new(killer.as_ref(), message))
         .collect();
-    fails_cleanly_then_recovers(&fixture, &mut inbox, &deliveries, "database unavailable", || {});
+    fails_cleanly_then_recovers(
+        &fixture,
+        &mut inbox,
+        &deliveries,
+        "database unavailable",
+        || {},
+    );
 }
 
 fn lock_the_account_then(timeout: &str, expected_error: &str) {
@@ -111,10 +125,7 @@ fn lock_the_account_then(timeout: &str, expected_error: &str) {
     let messages = payments(50);
     let deliveries: Vec<_> = messages
         .iter()
-        .map(|message| Delivery {
-            handler: &Debit,
-            message,
-        })
+        .map(|message| Delivery::new(&Debit, message))
         .collect();
     fails_cleanly_then_recovers(&fixture, &mut inbox, &deliveries, expected_error, || {
         holder.batch_execute("ROLLBACK").unwrap()

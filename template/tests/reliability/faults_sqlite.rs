@@ -18,10 +18,7 @@ fn fault_then_recover(break_it: &str, expected_error: &str, fix_it: &str) {
     let messages = payments(300);
     let deliveries: Vec<_> = messages
         .iter()
-        .map(|message| Delivery {
-            handler: &Debit,
-            message,
-        })
+        .map(|message| Delivery::new(&Debit, message))
         .collect();
     let database = fixture.database();
     let mut inbox = database.inbox(Policy::default()).unwrap();

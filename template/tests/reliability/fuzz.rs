@@ -9,7 +9,7 @@ use proptest::test_runner::Config;
 
 use {{crate_name}}::envelope::parse_line;
 use {{crate_name}}::event::{Event, MAX_AMOUNT, PaymentCaptured};
-use {{crate_name}}::pipeline::{Line, Lines};
+use {{crate_name}}::source::lines::{Line, Lines};
 
 fn config() -> Config {
     let cases = std::env::var("FUZZ_CASES").map_or(1_000, |value| {

@@ -33,10 +33,7 @@ fn deliver_rounds(inbox: &dyn InboxUnderTest, fixture: &Fixture, rounds: usize) 
         .map(|_| {
             let deliveries: Vec<_> = messages
                 .iter()
-                .map(|message| Delivery {
-                    handler: &Debit,
-                    message,
-                })
+                .map(|message| Delivery::new(&Debit, message))
                 .collect();
             let mut outcomes = worker.deliver_batch(&deliveries).expect("no storage error");
             outcomes.pop().expect("the poison outcome")

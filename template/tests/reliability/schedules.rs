@@ -99,10 +99,7 @@ fn check(inbox: &dyn InboxUnderTest, schedule: &[Step]) -> Result<(), TestCaseEr
                 let batch: Vec<_> = deliveries
                     .iter()
                     .zip(&handlers)
-                    .map(|(&(_, n, _), handler)| Delivery {
-                        handler: handler.as_ref(),
-                        message: &messages[n],
-                    })
+                    .map(|(&(_, n, _), handler)| Delivery::new(handler.as_ref(), &messages[n]))
                     .collect();
                 if let Err(error) = worker.deliver_batch(&batch) {
                     return Err(TestCaseError::fail(format!(

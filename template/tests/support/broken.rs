@@ -291,8 +291,8 @@ impl Inbox for RewritesIds {
             .iter()
             .zip(&messages)
             .map(|(d, message)| Delivery {
-                handler: d.handler,
-                message,
+                delivered: d.delivered,
+                ..Delivery::new(d.handler, message)
             })
             .collect();
         self.inner.deliver_batch(&rewritten)

@@ -14,6 +14,9 @@
 pub mod broken;
 pub mod harness;
 pub mod kill;
+{%- if broker == "nats" %}
+pub mod nats;
+{%- endif %}
 pub mod raw;
 pub mod subjects;
 {% if database == "postgres" %}

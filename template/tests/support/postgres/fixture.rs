@@ -119,7 +119,10 @@ impl Fixture {
         let mut reader = self.reader.lock().expect("reader");
         let (client, _) = reader.get_or_insert_with(|| self.connect_with_statements());
         let rows: i64 = client
-            .query_one("SELECT count(*) FROM inbox WHERE consumer = $1", &[&consumer])
+            .query_one(
+                "SELECT count(*) FROM inbox WHERE consumer = $1",
+                &[&consumer],
+            )
             .expect("count inbox rows")
             .get(0);
         usize::try_from(rows).expect("a count is never negative")
@@ -131,7 +134,9 @@ impl Fixture {
     /// connection kept for the whole test process, so nothing outlives it.
     pub fn scratch<T>(work: impl FnOnce(&mut dyn Tables) -> T) -> T {
         static SCRATCH: Mutex<Option<(Client, TableStatements)>> = Mutex::new(None);
-        let mut scratch = SCRATCH.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut scratch = SCRATCH
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
         let (client, statements) = scratch.get_or_insert_with(|| {
             let mut client = Client::connect(&server_url(), postgres::NoTls)
                 .unwrap_or_else(|error| panic!("{error}\n{NO_SERVER}"));
@@ -212,7 +217,10 @@ impl Drop for Fixture {
         if !self.owned {
             return;
         }
-        let mut reader = self.reader.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut reader = self
+            .reader
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
         let Some((client, _)) = reader.as_mut() else {
             return;
         };

@@ -167,7 +167,11 @@ impl InboxUnderTest for SelectForUpdateFirst {
 struct ForUpdate(PgRaw);
 
 impl ForUpdate {
-    fn deliver(&mut self, handler: &dyn Handler, message: &Message) -> Result<Outcome, StorageError> {
+    fn deliver(
+        &mut self,
+        handler: &dyn Handler,
+        message: &Message,
+    ) -> Result<Outcome, StorageError> {
         let (consumer, id) = (handler.consumer(), message.id.as_str());
         self.0.begin()?;
         let seen = self.0.client().query_opt(

@@ -38,7 +38,7 @@ use super::{InboxUnderTest, RealInbox, Subject, Violation, stress_messages, stre
 pub fn deliver_all(inbox: &mut dyn Inbox, handler: &dyn Handler, messages: &[Message]) -> Summary {
     let deliveries: Vec<_> = messages
         .iter()
-        .map(|message| Delivery { handler, message })
+        .map(|message| Delivery::new(handler, message))
         .collect();
     let mut summary = Summary::default();
     match inbox.deliver_batch(&deliveries) {

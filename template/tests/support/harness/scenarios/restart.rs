@@ -9,7 +9,7 @@
 use std::path::Path;
 use std::process::Command;
 
-use {{crate_name}}::envelope::parse_line;
+use {{crate_name}}::envelope::{parse_line, to_line};
 use {{crate_name}}::handlers;
 use {{crate_name}}::message::Message;
 use {{crate_name}}::pipeline::Summary;
@@ -74,7 +74,7 @@ fn second_process(
         folder.path().join("in.jsonl"),
         folder.path().join("out.json"),
     );
-    let lines: Vec<String> = messages.iter().map(envelope).collect();
+    let lines: Vec<String> = messages.iter().map(to_line).collect();
     std::fs::write(&input, lines.join("\n")).expect("write the messages");
     let assignment = serde_json::json!({
         "fixture": fixture.location(),
@@ -146,11 +146,4 @@ pub fn serve_second_process(inbox_named: impl Fn(&str) -> Option<Box<dyn InboxUn
         "dead_lettered": outcomes.dead_lettered,
     });
     std::fs::write(Path::new(&text("output")), report.to_string()).expect("write the report");
-}
-
-/// `message` as one line of the consumer's JSON wire format.
-fn envelope(message: &Message) -> String {
-    let (kind, payload) = message.event.encode();
-    let payload: serde_json::Value = serde_json::from_str(&payload).expect("encoded payload");
-    serde_json::json!({ "id": message.id.as_str(), "type": kind, "payload": payload }).to_string()
 }

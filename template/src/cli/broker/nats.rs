@@ -1,0 +1,75 @@
+//! `consume`: deliveries from NATS JetStream, until interrupted (or idle).
+
+use std::process::ExitCode;
+use std::sync::atomic::Ordering;
+
+use anyhow::Context;
+use clap::Args;
+
+use {{crate_name}}::database::DatabaseOptions;
+use {{crate_name}}::pipeline;
+use {{crate_name}}::source::nats::NatsOptions;
+use {{crate_name}}::store::Store;
+
+use super::work::WorkArgs;
+
+/// The commands of this project's broker.
+#[derive(clap::Subcommand)]
+pub enum BrokerCommand {
+    Consume(ConsumeArgs),
+}
+
+impl BrokerCommand {
+    pub fn execute(self, database: &DatabaseOptions) -> anyhow::Result<ExitCode> {
+        match self {
+            Self::Consume(args) => consume(args, database),
+        }
+    }
+}
+
+/// Consume events from a NATS JetStream stream, each acknowledged only
+/// after its transaction committed.
+///
+/// The stream's messages are JSON envelopes like `run`'s input lines; the
+/// envelope's `id` is the message id. Several processes with the same
+/// `--durable` share the work. Runs until Ctrl-C or SIGTERM (which finish
+/// and acknowledge what was taken, then exit 0; a second signal quits at
+/// once), or until idle for `--exit-when-idle`. Prints one summary line:
+/// the outcomes, then what the broker was told.
+#[derive(Args)]
+pub struct ConsumeArgs {
+    #[command(flatten)]
+    nats: NatsOptions,
+    #[command(flatten)]
+    work: WorkArgs,
+}
+
+fn consume(args: ConsumeArgs, database: &DatabaseOptions) -> anyhow::Result<ExitCode> {
+    let consumers = args.work.consumers(database);
+    let policy = args.work.policy();
+    let database = database.open()?;
+    let runtime = tokio::runtime::Runtime::new().context("could not start the runtime")?;
+    runtime.block_on(async {
+        let (source, settled) = args.nats.connect(policy.max_attempts).await?;
+        let counts = source.counts();
+        let report = pipeline::run(
+            Box::new(source),
+            consumers,
+            move || database.inbox(policy),
+            args.work.options(),
+        )
+        .await?;
+        settled.finish().await;
+        let count = |counter: &std::sync::atomic::AtomicU64| counter.load(Ordering::Relaxed);
+        println!(
+            "{} redelivered={} acknowledged={} retried={} terminated={} unconfirmed={}",
+            report.summary,
+            count(&counts.redelivered),
+            count(&counts.acknowledged),
+            count(&counts.retried),
+            count(&counts.terminated),
+            count(&counts.unconfirmed),
+        );
+        Ok(ExitCode::SUCCESS)
+    })
+}

@@ -1,0 +1,65 @@
+//! The options every consuming command shares: workers, batches, attempts,
+//! which consumers.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use clap::Args;
+
+use {{crate_name}}::database::DatabaseOptions;
+use {{crate_name}}::defaults;
+use {{crate_name}}::handler::Handler;
+use {{crate_name}}::handlers;
+use {{crate_name}}::inbox::Policy;
+use {{crate_name}}::pipeline::{self, Options};
+
+/// How deliveries are worked through.
+#[derive(Args)]
+pub struct WorkArgs {
+    /// Worker threads, each with its own database connection.
+    #[arg(long, short, default_value_t = defaults::WORKERS, value_parser = clap::value_parser!(u16).range(1..=256))]
+    workers: u16,
+    /// Messages per transaction (1 = one transaction per message).
+    #[arg(long, default_value_t = pipeline::DEFAULT_BATCH_SIZE, value_parser = clap::value_parser!(u16).range(1..))]
+    batch_size: u16,
+    /// Longest wait, in milliseconds, for a batch to fill before committing it.
+    #[arg(long, default_value_t = pipeline::DEFAULT_BATCH_WAIT_MS)]
+    batch_wait_ms: u16,
+    /// Failed attempts after which a message is dead-lettered (counted across
+    /// runs; see `dead-letters`).
+    #[arg(long, default_value_t = Policy::default().max_attempts, value_parser = clap::value_parser!(u32).range(1..))]
+    max_attempts: u32,
+    /// Only run these consumers (repeatable); default: all.
+    #[arg(long = "consumer", value_name = "NAME")]
+    consumers: Vec<String>,
+    /// Print `progress: committed a batch deliveries=N` on stderr after every
+    /// committed batch (for scripts and tests that follow a run).
+    #[arg(long)]
+    progress_lines: bool,
+}
+
+impl WorkArgs {
+    /// The consumers to run; a usage error (exit code 2) for an unknown
+    /// name, or for options the database refuses.
+    pub fn consumers(&self, database: &DatabaseOptions) -> Vec<Arc<dyn Handler>> {
+        if let Some(refusal) = database.refuse_workers(self.workers) {
+            super::usage_error(refusal);
+        }
+        handlers::select(&self.consumers).unwrap_or_else(|error| super::usage_error(error))
+    }
+
+    pub fn policy(&self) -> Policy {
+        Policy {
+            max_attempts: self.max_attempts,
+        }
+    }
+
+    pub fn options(&self) -> Options {
+        Options {
+            workers: usize::from(self.workers),
+            batch_size: usize::from(self.batch_size),
+            batch_wait: Duration::from_millis(u64::from(self.batch_wait_ms)),
+            progress_lines: self.progress_lines,
+        }
+    }
+}

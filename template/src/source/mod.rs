@@ -1,0 +1,104 @@
+//! Where deliveries come from, and how each one is settled.
+//!
+//! A [`Source`] reads messages and hands them to the pipeline in chunks.
+//! Each carries an [`Acknowledge`] handle, and the pipeline settles every
+//! message only after the transaction holding its deliveries returned:
+//!
+//! | what happened to the message's deliveries | [`Verdict`] | a broker is told |
+//! |---|---|---|
+//! | all applied or duplicates | `Done` | acknowledge: forget the message |
+//! | one failed (rolled back, attempt counted) | `Retry` | redeliver it later |
+//! | one was dead-lettered | `Parked` | stop delivering it |
+//! | the database failed (nothing committed) | `Abandoned` | nothing: it redelivers on its own |
+//!
+//! Settling after the commit is what makes the inbox effectively-once: a
+//! crash between the two leaves a committed message unacknowledged, and its
+//! redelivery is a duplicate.
+//!
+//! # A Kafka source, for the record
+//!
+//! Kafka maps onto the same seam: a message's id is in its headers or its
+//! envelope (never its offset: a producer's retry gets a new offset), and
+//! `Done` and `Parked` both mean "the offset may be committed", but offsets
+//! only move forward per partition, so a partition's offset is stored (after
+//! the database commit, never before) up to the first message not yet
+//! settled. `Retry` cannot re-queue one message in a partition without
+//! blocking the ones behind it: the consumer retries in place a few times
+//! with backoff, then parks the message as a dead letter so that the
+//! partition moves on.
+
+pub mod lines;
+{%- if broker == "nats" %}
+pub mod nats;
+{%- endif %}
+
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use crossbeam_channel::Sender;
+
+use crate::message::Message;
+
+/// One message from a source, with the handle that settles it.
+pub struct Incoming {
+    pub message: Message,
+    /// How many times the source has delivered this message (1 the first
+    /// time). A broker counts redeliveries even when a crash kept the inbox
+    /// from counting the attempt; a file source always says 1.
+    pub delivered: u32,
+    pub ack: Box<dyn Acknowledge>,
+}
+
+/// What became of a message, once its transaction returned.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    /// Every delivery applied or was a duplicate: acknowledge it.
+    Done,
+    /// A delivery failed and was rolled back: deliver it again later.
+    Retry,
+    /// A delivery was dead-lettered: never deliver it again.
+    Parked,
+    /// The database failed and nothing was committed: leave the message to
+    /// the source's own redelivery.
+    Abandoned,
+}
+
+/// Settles one message.
+pub trait Acknowledge: Send {
+    /// Called once, after the transaction holding the message's deliveries
+    /// returned.
+    fn settle(self: Box<Self>, verdict: Verdict);
+}
+
+/// Somewhere messages come from.
+pub trait Source: Send {
+    /// Reads messages and sends them in chunks until the input ends or
+    /// `stop` is raised. Runs on a thread of its own, where it may block.
+    /// Returns how many inputs it rejected (they never reach a consumer).
+    fn run(self: Box<Self>, chunks: &Sender<Vec<Incoming>>, stop: &Stop) -> anyhow::Result<u64>;
+}
+
+/// Asks a source to stop: raised by the first Ctrl-C or SIGTERM.
+#[derive(Default)]
+pub struct Stop {
+    raised: AtomicBool,
+    notify: tokio::sync::Notify,
+}
+
+impl Stop {
+    pub fn raise(&self) {
+        self.raised.store(true, Ordering::SeqCst);
+        self.notify.notify_waiters();
+    }
+
+    pub fn is_raised(&self) -> bool {
+        self.raised.load(Ordering::SeqCst)
+    }
+
+    /// Waits until the stop is raised (for sources that wait on a network).
+    pub async fn raised(&self) {
+        let notified = self.notify.notified();
+        if !self.is_raised() {
+            notified.await;
+        }
+    }
+}

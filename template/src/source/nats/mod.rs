@@ -1,0 +1,229 @@
+//! NATS JetStream as a source: a real at-least-once broker, with explicit
+//! acknowledgements.
+//!
+//! Each stream message's body is one JSON envelope, exactly like a line of
+//! `run`'s input (see `envelope.rs`): the message id is the envelope's `id`,
+//! fixed by the publisher. It is never the stream sequence or anything of
+//! the delivery: a publisher's retry and a redelivery must carry the same
+//! id. (`Nats-Msg-Id`, JetStream's publish-side dedup header, is the
+//! publisher's business: it protects the stream from a publisher's retries
+//! within a window, not this consumer from redeliveries.)
+//!
+//! Settling, after the transaction returned (see `source`):
+//!
+//! * `Done`: a confirmed acknowledgement (`double_ack`). A plain ack is
+//!   fire and forget: lost on a broken connection, the message comes back.
+//!   It would be a duplicate, but confirmed acks make that rare.
+//! * `Retry`: `Nak` with a delay that grows with the delivery count. (The
+//!   consumer's `backoff` list applies to ack timeouts only, not to naks.)
+//! * `Parked`: `Term`. JetStream's own `max_deliver` would only publish an
+//!   advisory and drop the message; the inbox has written it to the dead
+//!   letters first, with its payload and last error.
+//! * `Abandoned` (the database failed): nothing. The ack wait expires and
+//!   the broker redelivers.
+//!
+//! While a batch is in flight, a ticker sends `Progress` for its messages
+//! so that slow handlers do not let the ack wait expire and the message go
+//! to another consumer meanwhile.
+
+mod settle;
+mod setup;
+
+pub use settle::Settled;
+pub use setup::{NatsOptions, consumer_config};
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use async_nats::jetstream::consumer::PullConsumer;
+use async_nats::jetstream::message::Acker;
+use crossbeam_channel::Sender;
+use futures::StreamExt;
+use tokio::sync::mpsc;
+
+use super::{Acknowledge, Incoming, Source, Stop, Verdict};
+use crate::envelope::parse_line;
+
+/// Messages a pull asks for at once. The ack wait starts when the server
+/// sends a message, time spent in this client's buffer included, so pulls
+/// stay small.
+const PULL_BATCH: usize = 64;
+
+/// How long a pull waits for messages when the stream has none: the most a
+/// stop waits for the pull under way.
+const PULL_WAIT: Duration = Duration::from_secs(1);
+
+/// A JetStream pull consumer, ready to be consumed.
+pub struct NatsSource {
+    consumer: PullConsumer,
+    exit_when_idle: Option<Duration>,
+    outbox: Outbox,
+    counts: Arc<Counts>,
+}
+
+/// Messages counted while consuming.
+#[derive(Debug, Default)]
+pub struct Counts {
+    /// Messages whose delivery count was above 1: redeliveries seen.
+    pub redelivered: AtomicU64,
+    pub acknowledged: AtomicU64,
+    pub retried: AtomicU64,
+    pub terminated: AtomicU64,
+    /// Acknowledgements the server did not confirm (the message will come
+    /// back, as a duplicate).
+    pub unconfirmed: AtomicU64,
+}
+
+/// Where settled messages go: to the task that acknowledges them.
+#[derive(Clone)]
+struct Outbox {
+    settle: mpsc::UnboundedSender<(Acker, Verdict, u32)>,
+    in_flight: Arc<Mutex<HashMap<u64, InFlight>>>,
+}
+
+/// A message taken and not yet settled, for the progress ticker.
+struct InFlight {
+    reply: async_nats::Subject,
+    since: Instant,
+}
+
+/// A message's acknowledgement handle.
+struct JetStreamAck {
+    /// Taken when the message is settled.
+    acker: Option<Acker>,
+    sequence: u64,
+    delivered: u32,
+    outbox: Outbox,
+}
+
+impl Acknowledge for JetStreamAck {
+    fn settle(mut self: Box<Self>, verdict: Verdict) {
+        if let Some(acker) = self.acker.take() {
+            // The receiving task outlives every handle: if it is gone, the
+            // process is exiting and the broker redelivers.
+            let _ = self.outbox.settle.send((acker, verdict, self.delivered));
+        }
+    }
+}
+
+impl Drop for JetStreamAck {
+    /// Settled or not (a handle dropped unsettled is a lost
+    /// acknowledgement: the broker redelivers after the ack wait), the
+    /// message is no longer kept alive.
+    fn drop(&mut self) {
+        if let Ok(mut in_flight) = self.outbox.in_flight.lock() {
+            in_flight.remove(&self.sequence);
+        }
+    }
+}
+
+impl NatsSource {
+    /// The counts so far, shared (the caller reads them at the end).
+    pub fn counts(&self) -> Arc<Counts> {
+        self.counts.clone()
+    }
+
+    async fn consume(
+        self,
+        chunks: &Sender<Vec<Incoming>>,
+        stop: &Stop,
+    ) -> anyhow::Result<u64> {
+        let mut rejected = 0;
+        let mut last_message = Instant::now();
+        while !stop.is_raised() {
+            // One bounded pull at a time, read to its end even if a stop
+            // comes meanwhile: the server has sent those messages already,
+            // and each must reach a worker and be settled. So a stop leaves
+            // nothing delivered and unacknowledged in a client buffer.
+            let mut batch = self
+                .consumer
+                .batch()
+                .max_messages(PULL_BATCH)
+                .expires(PULL_WAIT)
+                .messages()
+                .await?;
+            while let Some(message) = batch.next().await {
+                match message {
+                    Ok(message) => {
+                        last_message = Instant::now();
+                        rejected += self.hand_over(message, chunks)?;
+                    }
+                    Err(error) => tracing::warn!(%error, "pulling from JetStream failed"),
+                }
+            }
+            if self
+                .exit_when_idle
+                .is_some_and(|idle| last_message.elapsed() >= idle)
+            {
+                tracing::info!("no message for a while; stopping");
+                break;
+            }
+        }
+        Ok(rejected)
+    }
+
+    /// Hands one message to the workers; returns 1 if it was rejected (its
+    /// body will never parse, so its redelivery is stopped).
+    fn hand_over(
+        &self,
+        message: async_nats::jetstream::Message,
+        chunks: &Sender<Vec<Incoming>>,
+    ) -> anyhow::Result<u64> {
+        let (sequence, delivered) = match message.info() {
+            Ok(info) => (
+                info.stream_sequence,
+                u32::try_from(info.delivered).unwrap_or(u32::MAX),
+            ),
+            Err(error) => {
+                tracing::warn!(%error, "a message without JetStream metadata; skipped");
+                return Ok(0);
+            }
+        };
+        if delivered > 1 {
+            self.counts.redelivered.fetch_add(1, Ordering::Relaxed);
+        }
+        if let Some(reply) = message.reply.clone() {
+            let in_flight = InFlight {
+                reply,
+                since: Instant::now(),
+            };
+            if let Ok(mut map) = self.outbox.in_flight.lock() {
+                map.insert(sequence, in_flight);
+            }
+        }
+        let (message, acker) = message.split();
+        let ack = Box::new(JetStreamAck {
+            acker: Some(acker),
+            sequence,
+            delivered,
+            outbox: self.outbox.clone(),
+        });
+        match parse_line(&message.payload) {
+            Ok(parsed) => {
+                let incoming = Incoming {
+                    message: parsed,
+                    delivered,
+                    ack,
+                };
+                if chunks.send(vec![incoming]).is_err() {
+                    anyhow::bail!("every worker stopped before the stream was consumed");
+                }
+                Ok(0)
+            }
+            Err(reason) => {
+                eprintln!("stream sequence {sequence}: rejected: {reason}");
+                ack.settle(Verdict::Parked);
+                Ok(1)
+            }
+        }
+    }
+}
+
+impl Source for NatsSource {
+    fn run(self: Box<Self>, chunks: &Sender<Vec<Incoming>>, stop: &Stop) -> anyhow::Result<u64> {
+        // The pipeline runs sources on a blocking thread of its runtime.
+        tokio::runtime::Handle::current().block_on(self.consume(chunks, stop))
+    }
+}

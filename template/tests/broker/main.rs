@@ -1,0 +1,120 @@
+//! The consumer on a real broker: NATS JetStream. Each test has a stream and
+//! a durable consumer of its own and ends in exactly the once-only state,
+//! and each one that is about redelivery checks that redeliveries really
+//! happened (a run that saw none would prove nothing).
+//!
+//! * `duplicates`: every event published twice, first attempts failing;
+//! * `acks`: lost acknowledgements, a storage error, a slow handler;
+//! * `poison`: a message that always fails is dead-lettered and terminated;
+//! * `processes`: `consume` killed mid-run and restarted, stopped by
+//!   SIGTERM{% if database == "postgres" %}, three processes sharing one consumer{% endif %}.
+//!
+//! They need a NATS server with JetStream (`NATS_URL`, default
+//! nats://127.0.0.1:4222) and fail, saying how to start one, without it.
+
+#[path = "../support/mod.rs"]
+mod support;
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use {{crate_name}}::database::Database;
+use {{crate_name}}::handler::Handler;
+use {{crate_name}}::inbox::{Inbox, Policy, StorageError};
+use {{crate_name}}::pipeline::{self, Options, Report};
+use {{crate_name}}::source::{Source, Stop};
+use {{crate_name}}::store::Store;
+
+use support::database::Fixture;
+use support::nats::Broker;
+
+/// How long a test waits for a consumer to work through its stream before
+/// it gives up: a bound for a hung run, far above any real one.
+const PATIENCE: Duration = Duration::from_secs(120);
+
+/// What a consumer saw, as its source counted it.
+#[derive(Debug)]
+struct Seen {
+    report: Report,
+    /// Deliveries the broker marked as redeliveries.
+    redelivered: u64,
+    /// Messages terminated at the broker.
+    terminated: u64,
+    /// Acknowledgements the broker did not confirm.
+    unconfirmed: u64,
+}
+
+/// Consumes `broker`'s stream in this process, with `handlers`, opening
+/// inboxes with `open`, through the source `wrap` makes of the JetStream
+/// one, until the durable consumer has nothing left; then stops and returns
+/// what it saw.
+fn consume_until_drained<I, F>(
+    broker: &Broker,
+    policy: Policy,
+    handlers: Vec<Arc<dyn Handler>>,
+    open: F,
+    ack_wait: Duration,
+    wrap: impl FnOnce(Box<dyn Source>) -> Box<dyn Source>,
+) -> Seen
+where
+    I: Inbox + 'static,
+    F: Fn() -> Result<I, StorageError> + Send + Sync + 'static,
+{
+    let durable = "consumer";
+    let nats = broker.options(durable, ack_wait);
+    let (source, settled) = broker
+        .block_on(nats.connect(policy.max_attempts))
+        .expect("connect to the stream");
+    let counts = source.counts();
+    let stop = Arc::new(Stop::default());
+    let options = Options {
+        workers: 4,
+        batch_size: 16,
+        ..Options::default()
+    };
+    let run = broker.block_on(async {
+        tokio::spawn(pipeline::run_until(
+            wrap(Box::new(source)),
+            handlers,
+            open,
+            options,
+            stop.clone(),
+        ))
+    });
+    let drained = broker.drained(durable, PATIENCE);
+    stop.raise();
+    let report = broker
+        .block_on(run)
+        .expect("the pipeline task")
+        .expect("the pipeline");
+    broker.block_on(settled.finish());
+    assert!(
+        drained,
+        "the consumer did not work through its stream in {PATIENCE:?}"
+    );
+    let count = |counter: &std::sync::atomic::AtomicU64| counter.load(Ordering::Relaxed);
+    Seen {
+        report,
+        redelivered: count(&counts.redelivered),
+        terminated: count(&counts.terminated),
+        unconfirmed: count(&counts.unconfirmed),
+    }
+}
+
+/// The real inbox of `fixture`'s database, for [`consume_until_drained`].
+fn real_inbox(
+    fixture: &Fixture,
+    policy: Policy,
+) -> impl Fn() -> Result<<Database as Store>::Inbox, StorageError> + Send + Sync + 'static {
+    let database = fixture.database();
+    move || database.inbox(policy)
+}
+
+mod acks;
+mod duplicates;
+mod poison;
+mod processes;
+{%- if database == "postgres" %}
+mod scale_out;
+{%- endif %}

@@ -1,0 +1,111 @@
+//! The `consume` command as a process: killed with SIGKILL mid-run and
+//! restarted, and stopped with SIGTERM (it finishes and acknowledges what
+//! it took, then exits 0).
+
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use {{crate_name}}::pipeline::PROGRESS_LINE;
+
+use crate::PATIENCE;
+use crate::support::database::Fixture;
+use crate::support::harness::{Expected, Prng, RealInbox, fixture_for, inbox_rows, state_of};
+use crate::support::kill::{follow, kill_after_progress, send, signal_after_progress};
+use crate::support::nats::Broker;
+use crate::support::subjects::{DebitSubject, NotifySubject, payments};
+
+const DURABLE: &str = "processes";
+const ACK_WAIT: Duration = Duration::from_secs(2);
+
+/// `consume` on `fixture`'s database and `broker`'s stream, small batches,
+/// a progress line per commit.
+pub fn consume(fixture: &Fixture, broker: &Broker) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_{{project-name}}"));
+    command
+        .args(fixture.cli_args())
+        .arg("consume")
+        .args(broker.cli_args(DURABLE, ACK_WAIT))
+        .args(["--progress-lines", "--batch-size", "8"]);
+    command
+}
+
+/// The `redelivered=N` a `consume` summary line reports.
+pub fn redelivered(summary: &str) -> u64 {
+    summary
+        .split_whitespace()
+        .find_map(|field| field.strip_prefix("redelivered="))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no redelivered= in {summary:?}"))
+}
+
+/// Runs `consume` until the stream is worked through, then stops it with
+/// SIGTERM; returns its summary line.
+pub fn consume_to_the_end(fixture: &Fixture, broker: &Broker) -> String {
+    let child = consume(fixture, broker)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start consume");
+    assert!(broker.drained(DURABLE, PATIENCE), "consume did not finish the stream");
+    send(&child, libc::SIGTERM);
+    let ended = follow(child, PROGRESS_LINE, u64::MAX, libc::SIGTERM);
+    assert!(ended.status.success(), "consume ended with {}:\n{}", ended.status, ended.other_output);
+    ended.stdout
+}
+
+#[test]
+fn consume_killed_mid_run_and_restarted_ends_once_only() {
+    let broker = Broker::new();
+    let (debit, notify) = (DebitSubject::real(), NotifySubject::real());
+    let fixture = fixture_for(&RealInbox::BATCHED, &[&debit, &notify]);
+    let messages = payments(150);
+    for copy in ["first", "again"] {
+        for message in &messages {
+            broker.publish(message, &format!("{copy}-{}", message.id));
+        }
+    }
+    let mut random = Prng::from_env("BROKER_KILL_SEED");
+    // 300 stream messages in batches of 8 make at least 38 commits: each
+    // kill lands after one of the first ten of its run.
+    for kill in 1..=4 {
+        let after = 1 + random.below(10);
+        let run = kill_after_progress(consume(&fixture, &broker), PROGRESS_LINE, after);
+        assert!(
+            run.landed_mid_run,
+            "kill {kill} (after commit {after}) did not land mid-run:\n{}",
+            run.other_output
+        );
+    }
+    let summary = consume_to_the_end(&fixture, &broker);
+    println!("after 4 kills: {summary}");
+    assert!(
+        redelivered(&summary) > 0,
+        "what the killed processes took was never redelivered: {summary}"
+    );
+    assert!(Expected::of(&debit, &messages).unwrap().problems(&state_of(&fixture, &debit)).is_empty());
+    assert!(Expected::of(&notify, &messages).unwrap().problems(&state_of(&fixture, &notify)).is_empty());
+    assert_eq!(inbox_rows(&fixture, "debit"), 150);
+    assert_eq!(inbox_rows(&fixture, "notify"), 150);
+}
+
+#[test]
+fn sigterm_finishes_and_acknowledges_what_was_taken_then_exits_0() {
+    let broker = Broker::new();
+    let fixture = fixture_for(&RealInbox::BATCHED, &[&DebitSubject::real()]);
+    for message in &payments(200) {
+        broker.publish(message, message.id.as_str());
+    }
+    let run = signal_after_progress(consume(&fixture, &broker), PROGRESS_LINE, 2, libc::SIGTERM);
+    assert!(run.landed_mid_run, "{}", run.other_output);
+    assert!(run.status.success(), "SIGTERM ended consume with {}:\n{}", run.status, run.other_output);
+    assert!(
+        run.stdout.contains("applied="),
+        "no summary after SIGTERM: {:?}",
+        run.stdout
+    );
+    let backlog = broker.backlog(DURABLE);
+    assert_eq!(
+        backlog.unacknowledged, 0,
+        "messages taken before SIGTERM were left unacknowledged: {backlog:?}"
+    );
+}

@@ -1,0 +1,54 @@
+//! Scale-out: three `consume` processes share one durable consumer and one
+//! PostgreSQL database; one of them is killed mid-run, and the other two
+//! finish the stream. Every message applies once.
+
+use std::process::Stdio;
+
+use {{crate_name}}::pipeline::PROGRESS_LINE;
+
+use crate::PATIENCE;
+use crate::processes::{consume, redelivered};
+use crate::support::harness::{Expected, Prng, RealInbox, fixture_for, inbox_rows, state_of};
+use crate::support::kill::{follow, kill_after_progress, send};
+use crate::support::nats::Broker;
+use crate::support::subjects::{DebitSubject, NotifySubject, payments};
+
+#[test]
+fn three_processes_share_one_consumer_and_survive_a_kill() {
+    let broker = Broker::new();
+    let (debit, notify) = (DebitSubject::real(), NotifySubject::real());
+    let fixture = fixture_for(&RealInbox::BATCHED, &[&debit, &notify]);
+    let messages = payments(200);
+    for copy in ["first", "again"] {
+        for message in &messages {
+            broker.publish(message, &format!("{copy}-{}", message.id));
+        }
+    }
+    let survivors: Vec<_> = (0..2)
+        .map(|_| {
+            consume(&fixture, &broker)
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .expect("start consume")
+        })
+        .collect();
+    let after = 1 + Prng::from_env("SCALE_OUT_SEED").below(10);
+    let killed = kill_after_progress(consume(&fixture, &broker), PROGRESS_LINE, after);
+    assert!(killed.landed_mid_run, "{}", killed.other_output);
+
+    assert!(broker.drained("processes", PATIENCE), "the survivors did not finish the stream");
+    let mut summaries = Vec::new();
+    for child in survivors {
+        send(&child, libc::SIGTERM);
+        let ended = follow(child, PROGRESS_LINE, u64::MAX, libc::SIGTERM);
+        assert!(ended.status.success(), "{}", ended.other_output);
+        summaries.push(ended.stdout.trim().to_owned());
+    }
+    println!("survivors: {summaries:?}");
+    let redeliveries: u64 = summaries.iter().map(|s| redelivered(s)).sum();
+    assert!(redeliveries > 0, "what the killed process took never came back: {summaries:?}");
+    assert!(Expected::of(&debit, &messages).unwrap().problems(&state_of(&fixture, &debit)).is_empty());
+    assert!(Expected::of(&notify, &messages).unwrap().problems(&state_of(&fixture, &notify)).is_empty());
+    assert_eq!(inbox_rows(&fixture, "debit"), 200);
+}

@@ -1,0 +1,178 @@
+//! The NATS server the broker tests run against: `NATS_URL`, by default
+//! the local one. Every test gets a stream of its own (deleted afterwards),
+//! so tests run in parallel without seeing each other's messages.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use async_nats::jetstream::{self, stream};
+
+use {{crate_name}}::envelope::to_line;
+use {{crate_name}}::message::Message;
+use {{crate_name}}::source::nats::NatsOptions;
+
+/// How to get a server when none answers.
+const NO_SERVER: &str = "these tests need a NATS server with JetStream at NATS_URL \
+     (default nats://127.0.0.1:4222). To start one: docker run -d -p 4222:4222 nats -js";
+
+/// The server: `NATS_URL`, or the local one.
+pub fn nats_url() -> String {
+    std::env::var("NATS_URL").unwrap_or_else(|_| "nats://127.0.0.1:4222".to_owned())
+}
+
+static STREAMS: AtomicU64 = AtomicU64::new(0);
+
+/// A stream of one test's own.
+pub struct Broker {
+    runtime: tokio::runtime::Runtime,
+    context: jetstream::Context,
+    pub stream: String,
+    subject: String,
+}
+
+/// What a durable consumer has left, as the server counts it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Backlog {
+    /// Messages not yet delivered.
+    pub pending: u64,
+    /// Messages delivered and not yet acknowledged (or terminated).
+    pub unacknowledged: u64,
+}
+
+impl Broker {
+    pub fn new() -> Self {
+        let runtime = tokio::runtime::Runtime::new().expect("runtime");
+        let n = STREAMS.fetch_add(1, Ordering::Relaxed);
+        let stream = format!("TEST_{}_{n}", std::process::id());
+        let subject = format!("test.{}.{n}", std::process::id());
+        let context = runtime.block_on(async {
+            let client = async_nats::connect(nats_url())
+                .await
+                .unwrap_or_else(|error| panic!("{error}\n{NO_SERVER}"));
+            let context = jetstream::new(client);
+            context
+                .create_stream(stream::Config {
+                    name: stream.clone(),
+                    subjects: vec![format!("{subject}.>")],
+                    ..Default::default()
+                })
+                .await
+                .unwrap_or_else(|error| panic!("create stream {stream}: {error}\n{NO_SERVER}"));
+            context
+        });
+        Self {
+            runtime,
+            context,
+            stream,
+            subject,
+        }
+    }
+
+    /// Runs `work` on this broker's runtime.
+    pub fn block_on<T>(&self, work: impl std::future::Future<Output = T>) -> T {
+        self.runtime.block_on(work)
+    }
+
+    /// `consume`'s options for a durable consumer of this stream.
+    pub fn options(&self, durable: &str, ack_wait: Duration) -> NatsOptions {
+        NatsOptions {
+            nats_url: nats_url(),
+            stream: self.stream.clone(),
+            subjects: vec![format!("{}.>", self.subject)],
+            durable: durable.to_owned(),
+            ack_wait,
+            exit_when_idle: None,
+        }
+    }
+
+    /// The same, as the consumer binary's command-line options.
+    pub fn cli_args(&self, durable: &str, ack_wait: Duration) -> Vec<String> {
+        vec![
+            "--nats-url".into(),
+            nats_url(),
+            "--stream".into(),
+            self.stream.clone(),
+            "--subject".into(),
+            format!("{}.>", self.subject),
+            "--durable".into(),
+            durable.into(),
+            "--ack-wait".into(),
+            humantime::format_duration(ack_wait).to_string(),
+        ]
+    }
+
+    /// Publishes `message` as one stream message. `publish_id` is the
+    /// `Nats-Msg-Id` header: give the same message two different ones to
+    /// store it twice (JetStream's publish-side dedup would otherwise keep
+    /// one).
+    pub fn publish(&self, message: &Message, publish_id: &str) {
+        self.publish_body(&to_line(message), publish_id);
+    }
+
+    /// Publishes any body, valid or not.
+    pub fn publish_body(&self, body: &str, publish_id: &str) {
+        let mut headers = async_nats::HeaderMap::new();
+        headers.insert("Nats-Msg-Id", publish_id);
+        self.block_on(async {
+            self.context
+                .publish_with_headers(
+                    format!("{}.events", self.subject),
+                    headers,
+                    body.to_owned().into(),
+                )
+                .await
+                .expect("publish")
+                .await
+                .expect("the stream stored the message");
+        });
+    }
+
+    /// What the durable consumer has left.
+    pub fn backlog(&self, durable: &str) -> Backlog {
+        self.block_on(async {
+            let stream = self.context.get_stream(&self.stream).await.expect("stream");
+            let mut consumer: jetstream::consumer::PullConsumer =
+                stream.get_consumer(durable).await.expect("consumer");
+            let info = consumer.info().await.expect("consumer info");
+            Backlog {
+                pending: info.num_pending,
+                unacknowledged: u64::try_from(info.num_ack_pending).unwrap_or(0),
+            }
+        })
+    }
+
+    /// Waits until the durable consumer has nothing left (every message
+    /// acknowledged or terminated), up to `patience`; `false` if it still
+    /// has some then.
+    pub fn drained(&self, durable: &str, patience: Duration) -> bool {
+        let started = Instant::now();
+        while started.elapsed() < patience {
+            let exists = self.block_on(async {
+                let stream = self.context.get_stream(&self.stream).await.expect("stream");
+                stream
+                    .get_consumer::<jetstream::consumer::pull::Config>(durable)
+                    .await
+                    .is_ok()
+            });
+            if exists
+                && self.backlog(durable)
+                    == (Backlog {
+                        pending: 0,
+                        unacknowledged: 0,
+                    })
+            {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        false
+    }
+}
+
+impl Drop for Broker {
+    fn drop(&mut self) {
+        let _ = self
+            .runtime
+            .block_on(self.context.delete_stream(&self.stream));
+    }
+}
