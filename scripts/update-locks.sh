@@ -28,8 +28,10 @@ output="$kit/template/Cargo.lock.liquid"
 # Every variant, as the --define flags that select it and the Liquid
 # condition that is true for it.
 variants=(
-    'database=sqlite|database == "sqlite"'
-    'database=postgres|database == "postgres"'
+    'database=sqlite,broker=none|database == "sqlite" and broker == "none"'
+    'database=postgres,broker=none|database == "postgres" and broker == "none"'
+    'database=sqlite,broker=nats|database == "sqlite" and broker == "nats"'
+    'database=postgres,broker=nats|database == "postgres" and broker == "nats"'
 )
 
 cargo build --quiet --manifest-path "$kit/Cargo.toml"

@@ -68,6 +68,17 @@ impl Event {
         }
     }
 
+    /// What the event is about, for spreading messages over workers: the
+    /// pipeline gives events with equal keys to the same worker, in order,
+    /// so that two workers never update the same rows at the same time
+    /// (on PostgreSQL, two batches locking rows in opposite orders wait
+    /// for each other until one is cancelled as a deadlock).
+    pub fn partition_key(&self) -> u64 {
+        match self {
+            Self::PaymentCaptured(payment) => payment.account.unsigned_abs(),
+        }
+    }
+
     /// The payment, if this is a `payment.captured` event.
     ///
     /// Handlers read their payload through accessors like this one rather

@@ -126,8 +126,13 @@ pub const PICKING: Consumer = Consumer {
         },
         Change::Insert {
             path: "src/event.rs",
-            anchor: "        }\n    }\n\n    /// The payment, if this is a `payment.captured` event.",
+            anchor: "        }\n    }\n\n    /// What the event is about, for spreading messages over workers",
             fixture: "event_encode.rs",
+        },
+        Change::Insert {
+            path: "src/event.rs",
+            anchor: "        }\n    }\n\n    /// The payment, if this is a `payment.captured` event.",
+            fixture: "event_partition.rs",
         },
         Change::Insert {
             path: "src/event.rs",
@@ -203,12 +208,12 @@ pub const PICKING: Consumer = Consumer {
         Change::Edit(Edit {
             path: "README.md",
             find: "- `type`: the event type; `payload`: its fields (`amount` 1 to 10^12).",
-            replace: "- `type`: the event type; `payload`: its fields. `payment.captured`:\n  `account`, `amount` (1 to 10^12). `order.placed`: `lines`, each a\n  `sku` and a `quantity` (at least 1); a sku may be on several lines.",
+            replace: "- `type`: the event type; `payload`: its fields. `payment.captured`:\n  `account`, `amount` (1 to 10^12). `order.placed`: `customer`, and\n  `lines`, each a `sku` and a `quantity` (at least 1); a sku may be on\n  several lines.",
         }),
         Change::Edit(Edit {
             path: "src/envelope.rs",
             find: "//! {\"id\": \"pay-0001\", \"type\": \"payment.captured\", \"payload\": {\"account\": 1, \"amount\": 10}}\n",
-            replace: "//! {\"id\": \"pay-0001\", \"type\": \"payment.captured\", \"payload\": {\"account\": 1, \"amount\": 10}}\n//! {\"id\": \"ord-0001\", \"type\": \"order.placed\", \"payload\": {\"lines\": [{\"sku\": \"a\", \"quantity\": 1}]}}\n",
+            replace: "//! {\"id\": \"pay-0001\", \"type\": \"payment.captured\", \"payload\": {\"account\": 1, \"amount\": 10}}\n//! {\"id\": \"ord-0001\", \"type\": \"order.placed\", \"payload\": {\"customer\": 7, \"lines\": [{\"sku\": \"a\", \"quantity\": 1}]}}\n",
         }),
     ],
     red: Red {

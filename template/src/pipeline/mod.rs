@@ -2,15 +2,17 @@
 //! settle each message after its transaction, count what happened.
 //!
 //! ```text
-//! source ──(bounded queue)──▶ worker 1 ─┐
-//!   │                         worker 2 ─┼─▶ the database
-//!   ▼                         worker N ─┘
-//! rejects                        │
-//!                                ▼ after each commit
-//!                      settle: done / retry / parked
+//! source ──▶ router ──(a bounded queue each)──▶ worker 1 ─┐
+//!   │        by partition key                  worker 2 ─┼─▶ the database
+//!   ▼                                          worker N ─┘
+//! rejects                                         │
+//!                                                 ▼ after each commit
+//!                                       settle: done / retry / parked
 //! ```
 //!
-//! Each worker owns one connection and takes messages in batches, bounded
+//! The router gives every message about the same thing (its event's
+//! partition key: an account) to the same worker, so workers never fight
+//! over rows. Each worker owns one connection and takes messages in batches, bounded
 //! by count and by time, so a busy source commits rarely and a quiet one
 //! still commits within a few milliseconds. A message is settled only after
 //! the transaction holding its deliveries returned (see `source`). The
@@ -28,7 +30,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use crossbeam_channel::Receiver;
+use crossbeam_channel::{Receiver, Sender};
 
 use crate::handler::Handler;
 use crate::inbox::{Delivery, Inbox, Outcome, StorageError};
@@ -118,22 +120,23 @@ where
 {
     let workers = options.workers.max(1);
     let (chunks_in, chunks_out) = crossbeam_channel::bounded(workers * 4);
+    let (queues_in, queues_out): (Vec<_>, Vec<_>) =
+        (0..workers).map(|_| crossbeam_channel::bounded(4)).unzip();
     let open_inbox = Arc::new(open_inbox);
     let handlers = Arc::new(handlers);
 
-    let workers: Vec<_> = (0..workers)
-        .map(|_| {
-            let (chunks, open_inbox, handlers) =
-                (chunks_out.clone(), open_inbox.clone(), handlers.clone());
+    let workers: Vec<_> = queues_out
+        .into_iter()
+        .map(|queue| {
+            let (open_inbox, handlers) = (open_inbox.clone(), handlers.clone());
             tokio::task::spawn_blocking(move || -> anyhow::Result<Summary> {
                 let inbox =
                     open_inbox().context("could not open a worker's database connection")?;
-                Ok(work(inbox, &chunks, &handlers, options))
+                Ok(work(inbox, &queue, &handlers, options))
             })
         })
         .collect();
-    drop(chunks_out);
-
+    let router = tokio::task::spawn_blocking(move || route(&chunks_out, &queues_in));
     let reader = tokio::task::spawn_blocking({
         let stop = stop.clone();
         move || source.run(&chunks_in, &stop)
@@ -143,6 +146,7 @@ where
         rejected: reader.await??,
         ..Summary::default()
     };
+    router.await?;
     for worker in workers {
         summary += worker.await??;
     }
@@ -183,7 +187,28 @@ async fn signal() -> std::io::Result<()> {
     tokio::signal::ctrl_c().await
 }
 
-/// A worker: commits batches until the queue is closed and drained.
+/// Gives each message to the worker its partition key names, so that the
+/// messages about one thing (an account) are handled by one worker, in
+/// order, and workers never contend for the same rows.
+fn route(chunks: &Receiver<Vec<Incoming>>, queues: &[Sender<Vec<Incoming>>]) {
+    for chunk in chunks {
+        let mut split: Vec<Vec<Incoming>> = queues.iter().map(|_| Vec::new()).collect();
+        for incoming in chunk {
+            let key = incoming.message.event.partition_key();
+            let worker = usize::try_from(key % queues.len() as u64).unwrap_or(0);
+            split[worker].push(incoming);
+        }
+        for (queue, part) in queues.iter().zip(split) {
+            // A worker stops only when it cannot open its connection; its
+            // messages are then never settled, and a broker redelivers them.
+            if !part.is_empty() && queue.send(part).is_err() {
+                tracing::warn!("a worker is gone; its messages will be delivered again");
+            }
+        }
+    }
+}
+
+/// A worker: commits batches until its queue is closed and drained.
 fn work<I: Inbox>(
     mut inbox: I,
     chunks: &Receiver<Vec<Incoming>>,

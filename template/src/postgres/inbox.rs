@@ -1,20 +1,21 @@
 //! The inbox on PostgreSQL.
 //!
-//! Every batch is one transaction at READ COMMITTED. Each delivery runs
-//! under its own SAVEPOINT and first claims its inbox row with
-//! `INSERT ... ON CONFLICT DO NOTHING RETURNING 1`: a row back means the
-//! delivery is new, no row means it is a duplicate, and neither aborts the
-//! transaction (a caught unique violation would, without the savepoint). A
-//! second worker claiming the same message waits for the first one's
-//! transaction, then finds the row taken, or free if the first rolled back.
-//! A failing handler rolls back to its savepoint, taking its claim with it,
-//! and the failure is counted after that (see `poison.rs`).
+//! Every batch is one transaction at READ COMMITTED. It starts by claiming
+//! the inbox rows of all its deliveries with `INSERT ... ON CONFLICT DO
+//! NOTHING RETURNING`: the rows it returns are the new deliveries, the
+//! others are duplicates, and nothing aborts the transaction (a caught
+//! unique violation would, without a savepoint). A second worker claiming
+//! the same message waits for the first one's transaction, then finds the
+//! row taken, or free if the first rolled back. Each new delivery's handler
+//! then runs under a SAVEPOINT; a failing one rolls back to it, gives its
+//! claim back, and is counted after that (see `poison.rs`).
 //!
 //! Serialization failures and deadlocks are not anyone's fault: the whole
 //! batch is retried with backoff, and never reported as a duplicate or a
 //! failed delivery. A connection the server dropped is reopened at the
 //! next batch.
 
+use std::collections::HashSet;
 use std::time::{Duration, SystemTime};
 
 use postgres::{Client, Statement, Transaction};
@@ -47,9 +48,36 @@ struct Connection {
 }
 
 struct Statements {
-    claim: Statement,
+    /// Claims every delivery of a batch at once, in key order (so that two
+    /// workers claiming overlapping batches lock rows in the same order).
+    claim_all: Statement,
+    claim_one: Statement,
+    give_back: Statement,
     poison: PoisonStatements,
     tables: TableStatements,
+}
+
+impl Statements {
+    fn prepare(client: &mut Client) -> Result<Self, StorageError> {
+        Ok(Self {
+            claim_all: client.prepare(
+                "INSERT INTO inbox (consumer, message_id, received_at)
+                 SELECT consumer, message_id, $3
+                 FROM unnest($1::text[], $2::text[]) AS claim (consumer, message_id)
+                 ORDER BY consumer, message_id
+                 ON CONFLICT DO NOTHING
+                 RETURNING consumer, message_id",
+            )?,
+            claim_one: client.prepare(
+                "INSERT INTO inbox (consumer, message_id, received_at) VALUES ($1, $2, $3)
+                 ON CONFLICT DO NOTHING RETURNING 1",
+            )?,
+            give_back: client
+                .prepare("DELETE FROM inbox WHERE consumer = $1 AND message_id = $2")?,
+            poison: PoisonStatements::prepare(client)?,
+            tables: TableStatements::prepare(client)?,
+        })
+    }
 }
 
 impl PgInbox {
@@ -76,14 +104,7 @@ impl PgInbox {
             .is_none_or(|connection| connection.client.is_closed())
         {
             let mut client = self.database.connect()?;
-            let statements = Statements {
-                claim: client.prepare(
-                    "INSERT INTO inbox (consumer, message_id, received_at) VALUES ($1, $2, $3)
-                     ON CONFLICT DO NOTHING RETURNING 1",
-                )?,
-                poison: PoisonStatements::prepare(&mut client)?,
-                tables: TableStatements::prepare(&mut client)?,
-            };
+            let statements = Statements::prepare(&mut client)?;
             self.connection = Some(Connection { client, statements });
         }
         Ok(self.connection.as_mut().expect("just opened"))
@@ -92,11 +113,11 @@ impl PgInbox {
     fn try_batch(&mut self, batch: &[Delivery<'_>]) -> Result<Vec<Outcome>, StorageError> {
         let policy = self.policy;
         let Connection { client, statements } = self.connection()?;
-        let received_at = unix_millis(SystemTime::now());
         let mut tx = client.transaction()?;
+        let mut work = BatchTx::claim(&mut tx, statements, batch, policy)?;
         let outcomes = batch
             .iter()
-            .map(|delivery| deliver_one(&mut tx, statements, delivery, received_at, policy))
+            .map(|delivery| work.deliver(delivery))
             .collect::<Result<Vec<_>, _>>()?;
         tx.commit()?;
         Ok(outcomes)
@@ -136,15 +157,15 @@ impl DeadLetters for PgInbox {
         message: &Message,
     ) -> Result<Outcome, StorageError> {
         let Connection { client, statements } = self.connection()?;
-        let now = unix_millis(SystemTime::now());
         let mut tx = client.transaction()?;
         let (consumer, id) = (handler.consumer(), message.id.as_str());
         poison::forget(&mut tx, consumer, id)?;
-        let delivery = Delivery::new(handler, message);
+        let delivery = [Delivery::new(handler, message)];
         let never_dead_letter = Policy {
             max_attempts: u32::MAX,
         };
-        let outcome = deliver_one(&mut tx, statements, &delivery, now, never_dead_letter)?;
+        let outcome = BatchTx::claim(&mut tx, statements, &delivery, never_dead_letter)?
+            .deliver(&delivery[0])?;
         if outcome == Outcome::Applied {
             poison::bury(&mut tx, consumer, id)?;
             tx.commit()?;
@@ -153,44 +174,100 @@ impl DeadLetters for PgInbox {
     }
 }
 
-fn deliver_one(
-    tx: &mut Transaction<'_>,
-    statements: &Statements,
-    delivery: &Delivery<'_>,
+/// One batch's transaction: every inbox row claimed up front, then one
+/// savepoint per delivery around its handler.
+///
+/// Claiming the batch in one statement saves a round trip per delivery,
+/// and a duplicate costs nothing more. A delivery whose handler fails rolls
+/// back to its savepoint and gives its claim back (deletes its inbox row),
+/// so that its redelivery applies it, and so does a later copy in the same
+/// batch. One delivery's savepoint is released together with the next one's
+/// creation: one round trip instead of two.
+struct BatchTx<'a, 'c> {
+    tx: &'a mut Transaction<'c>,
+    statements: &'a Statements,
     received_at: i64,
     policy: Policy,
-) -> Result<Outcome, StorageError> {
-    let consumer = delivery.handler.consumer();
-    let id = delivery.message.id.as_str();
-    tx.batch_execute("SAVEPOINT delivery")?;
-    let claimed = tx
-        .query_opt(&statements.claim, &[&consumer, &id, &received_at])?
-        .is_some();
-    if !claimed {
-        tx.batch_execute("RELEASE SAVEPOINT delivery")?;
-        tracing::debug!(consumer, message_id = id, "duplicate delivery skipped");
-        return Ok(Outcome::Duplicate);
+    /// Claimed by the batch's claim and not used yet.
+    claimed: HashSet<(String, String)>,
+    /// Given back by a failed delivery: a later copy claims again.
+    given_back: HashSet<(String, String)>,
+    in_savepoint: bool,
+}
+
+impl<'a, 'c> BatchTx<'a, 'c> {
+    fn claim(
+        tx: &'a mut Transaction<'c>,
+        statements: &'a Statements,
+        batch: &[Delivery<'_>],
+        policy: Policy,
+    ) -> Result<Self, StorageError> {
+        let received_at = unix_millis(SystemTime::now());
+        let consumers: Vec<&str> = batch.iter().map(|d| d.handler.consumer()).collect();
+        let ids: Vec<&str> = batch.iter().map(|d| d.message.id.as_str()).collect();
+        let claimed = tx
+            .query(&statements.claim_all, &[&consumers, &ids, &received_at])?
+            .iter()
+            .map(|row| (row.get(0), row.get(1)))
+            .collect();
+        Ok(Self {
+            tx,
+            statements,
+            received_at,
+            policy,
+            claimed,
+            given_back: HashSet::new(),
+            in_savepoint: false,
+        })
     }
-    if policy.gave_up_on(delivery.delivered) {
-        let outcome = poison::park(tx, &statements.poison, delivery, received_at)?;
-        tx.batch_execute("RELEASE SAVEPOINT delivery")?;
-        return Ok(outcome);
-    }
-    match run_handler(delivery, &mut PgTables::new(tx, &statements.tables))? {
-        Ok(()) => {
-            tx.batch_execute("RELEASE SAVEPOINT delivery")?;
-            Ok(Outcome::Applied)
+
+    fn deliver(&mut self, delivery: &Delivery<'_>) -> Result<Outcome, StorageError> {
+        let consumer = delivery.handler.consumer();
+        let id = delivery.message.id.as_str();
+        let key = (consumer.to_owned(), id.to_owned());
+        let claimed = if self.claimed.remove(&key) {
+            true
+        } else if self.given_back.remove(&key) {
+            let row = self.tx.query_opt(
+                &self.statements.claim_one,
+                &[&consumer, &id, &self.received_at],
+            )?;
+            row.is_some()
+        } else {
+            false
+        };
+        if !claimed {
+            tracing::debug!(consumer, message_id = id, "duplicate delivery skipped");
+            return Ok(Outcome::Duplicate);
         }
-        Err(reason) => {
-            tx.batch_execute("ROLLBACK TO SAVEPOINT delivery; RELEASE SAVEPOINT delivery")?;
-            poison::record_failure(
-                tx,
-                &statements.poison,
-                delivery,
-                &reason,
-                received_at,
-                policy,
-            )
+        self.tx.batch_execute(if self.in_savepoint {
+            "RELEASE SAVEPOINT delivery; SAVEPOINT delivery"
+        } else {
+            "SAVEPOINT delivery"
+        })?;
+        self.in_savepoint = true;
+        if self.policy.gave_up_on(delivery.delivered) {
+            return poison::park(self.tx, &self.statements.poison, delivery, self.received_at);
+        }
+        let mut tables = PgTables::new(self.tx, &self.statements.tables);
+        match run_handler(delivery, &mut tables)? {
+            Ok(()) => Ok(Outcome::Applied),
+            Err(reason) => {
+                self.tx
+                    .batch_execute("ROLLBACK TO SAVEPOINT delivery; RELEASE SAVEPOINT delivery")?;
+                self.in_savepoint = false;
+                self.tx
+                    .execute(&self.statements.give_back, &[&consumer, &id])?;
+                self.given_back.insert(key);
+                poison::record_failure(
+                    self.tx,
+                    &self.statements.poison,
+                    delivery,
+                    &reason,
+                    self.received_at,
+                    self.policy,
+                )
+            }
         }
     }
 }

@@ -118,8 +118,18 @@ fn lost_acknowledgements_bring_committed_messages_back_as_duplicates() {
         "and be duplicates for both consumers: {:?}",
         seen.report.summary
     );
-    assert!(Expected::of(&debit, &messages).unwrap().problems(&state_of(&fixture, &debit)).is_empty());
-    assert!(Expected::of(&notify, &messages).unwrap().problems(&state_of(&fixture, &notify)).is_empty());
+    assert!(
+        Expected::of(&debit, &messages)
+            .unwrap()
+            .problems(&state_of(&fixture, &debit))
+            .is_empty()
+    );
+    assert!(
+        Expected::of(&notify, &messages)
+            .unwrap()
+            .problems(&state_of(&fixture, &notify))
+            .is_empty()
+    );
     assert_eq!(inbox_rows(&fixture, "debit"), 30);
 }
 
@@ -135,7 +145,10 @@ impl<I: Inbox> Inbox for FailsFirstBatches<I> {
         let mut left = self.left.lock().unwrap();
         if *left > 0 {
             *left -= 1;
-            return Err(StorageError::new(StorageFault::Unavailable, "injected: the database is gone"));
+            return Err(StorageError::new(
+                StorageFault::Unavailable,
+                "injected: the database is gone",
+            ));
         }
         drop(left);
         self.inner.deliver_batch(batch)
@@ -177,8 +190,18 @@ fn a_storage_error_acknowledges_nothing_and_the_broker_redelivers() {
         seen.redelivered > 0,
         "the failed batches' messages were not redelivered: {seen:?}"
     );
-    assert!(Expected::of(&debit, &messages).unwrap().problems(&state_of(&fixture, &debit)).is_empty());
-    assert!(Expected::of(&notify, &messages).unwrap().problems(&state_of(&fixture, &notify)).is_empty());
+    assert!(
+        Expected::of(&debit, &messages)
+            .unwrap()
+            .problems(&state_of(&fixture, &debit))
+            .is_empty()
+    );
+    assert!(
+        Expected::of(&notify, &messages)
+            .unwrap()
+            .problems(&state_of(&fixture, &notify))
+            .is_empty()
+    );
 }
 
 /// `debit`, taking `delay` over one message.
@@ -233,5 +256,10 @@ fn a_handler_slower_than_the_ack_wait_keeps_its_message_with_progress() {
         "a message in progress was redelivered: {seen:?}"
     );
     assert_eq!(seen.report.summary.applied, 5);
-    assert!(Expected::of(&debit, &messages).unwrap().problems(&state_of(&fixture, &debit)).is_empty());
+    assert!(
+        Expected::of(&debit, &messages)
+            .unwrap()
+            .problems(&state_of(&fixture, &debit))
+            .is_empty()
+    );
 }

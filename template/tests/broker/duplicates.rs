@@ -48,8 +48,18 @@ fn events_published_twice_with_failing_first_attempts_apply_once() {
     );
     println!("{seen:?}");
 
-    assert!(Expected::of(&debit, &messages).unwrap().problems(&state_of(&fixture, &debit)).is_empty());
-    assert!(Expected::of(&notify, &messages).unwrap().problems(&state_of(&fixture, &notify)).is_empty());
+    assert!(
+        Expected::of(&debit, &messages)
+            .unwrap()
+            .problems(&state_of(&fixture, &debit))
+            .is_empty()
+    );
+    assert!(
+        Expected::of(&notify, &messages)
+            .unwrap()
+            .problems(&state_of(&fixture, &notify))
+            .is_empty()
+    );
     assert_eq!(inbox_rows(&fixture, "debit"), 50);
     assert_eq!(inbox_rows(&fixture, "notify"), 50);
     let summary = seen.report.summary;

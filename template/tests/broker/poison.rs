@@ -10,7 +10,9 @@ use std::time::Duration;
 use {{crate_name}}::event::{Event, PaymentCaptured};
 use {{crate_name}}::handler::Handler;
 use {{crate_name}}::handlers::Debit;
-use {{crate_name}}::inbox::{DeadLetters, Delivery, Inbox, Outcome, Policy, StorageError, StorageFault};
+use {{crate_name}}::inbox::{
+    DeadLetters, Delivery, Inbox, Outcome, Policy, StorageError, StorageFault,
+};
 use {{crate_name}}::message::{Message, MessageId};
 use {{crate_name}}::store::Store;
 
@@ -52,7 +54,12 @@ fn a_message_that_always_fails_is_dead_lettered_and_terminated() {
     println!("{seen:?}");
     assert_eq!(seen.terminated, 1, "the poison message was not terminated");
     assert!(seen.redelivered >= 1, "its first failure was not retried");
-    let letters = fixture.database().inbox(policy).unwrap().dead_letters().unwrap();
+    let letters = fixture
+        .database()
+        .inbox(policy)
+        .unwrap()
+        .dead_letters()
+        .unwrap();
     assert_eq!(letters.len(), 1);
     assert_eq!(letters[0].message_id, "pay-poison");
     assert_eq!(letters[0].error, "account 999 does not exist");
@@ -78,7 +85,10 @@ impl<I: Inbox> Inbox for DiesOn<I> {
             .iter()
             .any(|d| d.message.id.as_str() == self.id && d.delivered <= self.until);
         if dies {
-            return Err(StorageError::new(StorageFault::Unavailable, "injected: died on it"));
+            return Err(StorageError::new(
+                StorageFault::Unavailable,
+                "injected: died on it",
+            ));
         }
         self.inner.deliver_batch(batch)
     }
@@ -108,8 +118,23 @@ fn a_message_the_consumer_keeps_dying_on_is_parked_by_its_delivery_count() {
     );
     println!("{seen:?}");
     assert_eq!(seen.terminated, 1, "{seen:?}");
-    let letters = fixture.database().inbox(policy).unwrap().dead_letters().unwrap();
+    let letters = fixture
+        .database()
+        .inbox(policy)
+        .unwrap()
+        .dead_letters()
+        .unwrap();
     assert_eq!(letters.len(), 1, "{letters:?}");
-    assert!(letters[0].error.contains("delivered 3 times without an outcome"), "{}", letters[0].error);
-    assert_eq!(balances(&fixture), vec![(ACCOUNT, 1_000)], "its handler never ran");
+    assert!(
+        letters[0]
+            .error
+            .contains("delivered 3 times without an outcome"),
+        "{}",
+        letters[0].error
+    );
+    assert_eq!(
+        balances(&fixture),
+        vec![(ACCOUNT, 1_000)],
+        "its handler never ran"
+    );
 }

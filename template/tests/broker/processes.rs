@@ -46,10 +46,18 @@ pub fn consume_to_the_end(fixture: &Fixture, broker: &Broker) -> String {
         .stderr(Stdio::piped())
         .spawn()
         .expect("start consume");
-    assert!(broker.drained(DURABLE, PATIENCE), "consume did not finish the stream");
+    assert!(
+        broker.drained(DURABLE, PATIENCE),
+        "consume did not finish the stream"
+    );
     send(&child, libc::SIGTERM);
     let ended = follow(child, PROGRESS_LINE, u64::MAX, libc::SIGTERM);
-    assert!(ended.status.success(), "consume ended with {}:\n{}", ended.status, ended.other_output);
+    assert!(
+        ended.status.success(),
+        "consume ended with {}:\n{}",
+        ended.status,
+        ended.other_output
+    );
     ended.stdout
 }
 
@@ -82,8 +90,18 @@ fn consume_killed_mid_run_and_restarted_ends_once_only() {
         redelivered(&summary) > 0,
         "what the killed processes took was never redelivered: {summary}"
     );
-    assert!(Expected::of(&debit, &messages).unwrap().problems(&state_of(&fixture, &debit)).is_empty());
-    assert!(Expected::of(&notify, &messages).unwrap().problems(&state_of(&fixture, &notify)).is_empty());
+    assert!(
+        Expected::of(&debit, &messages)
+            .unwrap()
+            .problems(&state_of(&fixture, &debit))
+            .is_empty()
+    );
+    assert!(
+        Expected::of(&notify, &messages)
+            .unwrap()
+            .problems(&state_of(&fixture, &notify))
+            .is_empty()
+    );
     assert_eq!(inbox_rows(&fixture, "debit"), 150);
     assert_eq!(inbox_rows(&fixture, "notify"), 150);
 }
@@ -97,7 +115,12 @@ fn sigterm_finishes_and_acknowledges_what_was_taken_then_exits_0() {
     }
     let run = signal_after_progress(consume(&fixture, &broker), PROGRESS_LINE, 2, libc::SIGTERM);
     assert!(run.landed_mid_run, "{}", run.other_output);
-    assert!(run.status.success(), "SIGTERM ended consume with {}:\n{}", run.status, run.other_output);
+    assert!(
+        run.status.success(),
+        "SIGTERM ended consume with {}:\n{}",
+        run.status,
+        run.other_output
+    );
     assert!(
         run.stdout.contains("applied="),
         "no summary after SIGTERM: {:?}",

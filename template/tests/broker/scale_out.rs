@@ -37,7 +37,10 @@ fn three_processes_share_one_consumer_and_survive_a_kill() {
     let killed = kill_after_progress(consume(&fixture, &broker), PROGRESS_LINE, after);
     assert!(killed.landed_mid_run, "{}", killed.other_output);
 
-    assert!(broker.drained("processes", PATIENCE), "the survivors did not finish the stream");
+    assert!(
+        broker.drained("processes", PATIENCE),
+        "the survivors did not finish the stream"
+    );
     let mut summaries = Vec::new();
     for child in survivors {
         send(&child, libc::SIGTERM);
@@ -47,8 +50,21 @@ fn three_processes_share_one_consumer_and_survive_a_kill() {
     }
     println!("survivors: {summaries:?}");
     let redeliveries: u64 = summaries.iter().map(|s| redelivered(s)).sum();
-    assert!(redeliveries > 0, "what the killed process took never came back: {summaries:?}");
-    assert!(Expected::of(&debit, &messages).unwrap().problems(&state_of(&fixture, &debit)).is_empty());
-    assert!(Expected::of(&notify, &messages).unwrap().problems(&state_of(&fixture, &notify)).is_empty());
+    assert!(
+        redeliveries > 0,
+        "what the killed process took never came back: {summaries:?}"
+    );
+    assert!(
+        Expected::of(&debit, &messages)
+            .unwrap()
+            .problems(&state_of(&fixture, &debit))
+            .is_empty()
+    );
+    assert!(
+        Expected::of(&notify, &messages)
+            .unwrap()
+            .problems(&state_of(&fixture, &notify))
+            .is_empty()
+    );
     assert_eq!(inbox_rows(&fixture, "debit"), 200);
 }

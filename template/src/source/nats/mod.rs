@@ -125,11 +125,7 @@ impl NatsSource {
         self.counts.clone()
     }
 
-    async fn consume(
-        self,
-        chunks: &Sender<Vec<Incoming>>,
-        stop: &Stop,
-    ) -> anyhow::Result<u64> {
+    async fn consume(self, chunks: &Sender<Vec<Incoming>>, stop: &Stop) -> anyhow::Result<u64> {
         let mut rejected = 0;
         let mut last_message = Instant::now();
         while !stop.is_raised() {

@@ -103,8 +103,15 @@ mod tests {
             let config = consumer_config("c", Duration::from_secs(30), max_attempts);
             assert_eq!(config.max_deliver, i64::from(max_attempts) + 1);
             assert!(!config.backoff.is_empty());
-            assert!((config.backoff.len() as i64) < config.max_deliver, "{max_attempts}");
-            assert_eq!(config.backoff[0], Duration::from_secs(30), "backoff starts at the ack wait");
+            assert!(
+                (config.backoff.len() as i64) < config.max_deliver,
+                "{max_attempts}"
+            );
+            assert_eq!(
+                config.backoff[0],
+                Duration::from_secs(30),
+                "backoff starts at the ack wait"
+            );
         }
     }
 }
