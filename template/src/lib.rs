@@ -10,6 +10,8 @@
 //!   [`database`]: this project's database, the only module that knows which one;
 //! * [`source`]: where deliveries come from, and how each is settled;
 //! * [`pipeline`]: fanning deliveries out to workers, settling after commit;
+//! * [`relay`]: sending the outbox's notifications, at least once, with keys
+//!   their receivers can dedupe;
 //! * [`retention`]: purging old inbox rows without letting late duplicates through.
 
 pub mod defaults;
@@ -21,7 +23,9 @@ pub mod inbox;
 pub mod message;
 pub mod pipeline;
 pub mod retention;
+pub mod relay;
 pub mod source;
+pub mod stop;
 pub mod store;
 {% if database == "postgres" %}
 pub mod postgres;

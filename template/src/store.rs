@@ -10,14 +10,21 @@ use std::time::Duration;
 
 use crate::handlers::Tables;
 use crate::inbox::{DeadLetters, Inbox, Policy, StorageError};
+use crate::relay;
 
 /// A database holding the inbox and every handler's tables.
 pub trait Store: Clone + Send + Sync + 'static {
     /// One connection's inbox.
     type Inbox: Inbox + DeadLetters + 'static;
 
+    /// The outbox as a relay sees it.
+    type RelayQueue: relay::Queue + 'static;
+
     /// Opens a new connection for one worker.
     fn inbox(&self, policy: Policy) -> Result<Self::Inbox, StorageError>;
+
+    /// Opens a new connection for one relay.
+    fn relay_queue(&self) -> Result<Self::RelayQueue, StorageError>;
 
     /// Runs `work` on the handlers' tables in a transaction of its own,
     /// committed if `work` succeeds (to read state, or to set it up).
@@ -29,8 +36,8 @@ pub trait Store: Clone + Send + Sync + 'static {
     /// Inbox rows per consumer, by consumer name.
     fn inbox_rows(&self) -> Result<Vec<(String, u64)>, StorageError>;
 
-    /// Deletes inbox rows and attempt counts older than `older_than`, in
-    /// transactions of at most `batch_rows` rows. `progress` gets the running
+    /// Deletes inbox rows, attempt counts and sent notifications older than
+    /// `older_than`, in transactions of at most `batch_rows` rows. `progress` gets the running
     /// total of deleted rows.
     fn purge(
         &self,
@@ -45,4 +52,5 @@ pub trait Store: Clone + Send + Sync + 'static {
 pub struct Purged {
     pub inbox_rows: u64,
     pub attempt_rows: u64,
+    pub sent_notifications: u64,
 }

@@ -10,6 +10,7 @@ mod accounts;
 mod broker;
 mod dead_letters;
 mod purge;
+mod relay;
 mod run;
 mod work;
 
@@ -41,6 +42,8 @@ enum Command {
     #[command(subcommand)]
     DeadLetters(dead_letters::DeadLettersCommand),
     Purge(purge::PurgeArgs),
+    #[command(subcommand)]
+    Relay(relay::RelayCommand),
     /// Create the tables that are missing (`run` and `open-account` do it too).
     Migrate,
 }
@@ -57,6 +60,7 @@ impl Cli {
                 dead_letters::execute(command, &database.open_existing()?)
             }
             Command::Purge(args) => purge::purge(args, &database.open_existing()?),
+            Command::Relay(command) => relay::execute(command, database),
             Command::Migrate => {
                 database.open()?;
                 println!("tables ready");

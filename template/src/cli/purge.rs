@@ -12,8 +12,8 @@ use {{crate_name}}::database::Database;
 use {{crate_name}}::retention;
 use {{crate_name}}::store::Store;
 
-/// Delete inbox rows (and attempt counts) older than a window, in small
-/// transactions, while deliveries may go on.
+/// Delete inbox rows, attempt counts and sent notifications older than a
+/// window, in small transactions, while deliveries may go on.
 #[derive(Args)]
 pub struct PurgeArgs {
     /// Delete rows received longer ago than this, e.g. `30d`, `36h`.
@@ -44,8 +44,8 @@ pub fn purge(args: PurgeArgs, database: &Database) -> anyhow::Result<ExitCode> {
     })?;
     spinner.finish_and_clear();
     println!(
-        "purged inbox_rows={} attempt_rows={}",
-        purged.inbox_rows, purged.attempt_rows
+        "purged inbox_rows={} attempt_rows={} sent_notifications={}",
+        purged.inbox_rows, purged.attempt_rows, purged.sent_notifications
     );
     Ok(ExitCode::SUCCESS)
 }

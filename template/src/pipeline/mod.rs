@@ -99,7 +99,7 @@ where
     F: Fn() -> Result<I, StorageError> + Send + Sync + 'static,
 {
     let stop = Arc::new(Stop::default());
-    let signals = tokio::spawn(stop_on_signals(stop.clone()));
+    let signals = tokio::spawn(crate::stop::on_signals(stop.clone()));
     let report = run_until(source, handlers, open_inbox, options, stop).await;
     signals.abort();
     report
@@ -154,37 +154,6 @@ where
         summary,
         interrupted: stop.is_raised(),
     })
-}
-
-/// First Ctrl-C or SIGTERM: stop taking new messages, finish and settle the
-/// ones taken, report. Second: exit at once. Either way nothing is lost:
-/// committed deliveries are in the inbox, and the rest were never
-/// acknowledged, so they come again.
-async fn stop_on_signals(stop: Arc<Stop>) {
-    if signal().await.is_err() {
-        return;
-    }
-    eprintln!("stopping: finishing the deliveries already taken (interrupt again to quit now)");
-    stop.raise();
-    if signal().await.is_ok() {
-        eprintln!("interrupted twice: quitting; uncommitted deliveries will be delivered again");
-        std::process::exit(130);
-    }
-}
-
-/// Ctrl-C, or SIGTERM where there is such a thing.
-async fn signal() -> std::io::Result<()> {
-    #[cfg(unix)]
-    {
-        let mut terminate =
-            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
-        tokio::select! {
-            interrupt = tokio::signal::ctrl_c() => interrupt,
-            _ = terminate.recv() => Ok(()),
-        }
-    }
-    #[cfg(not(unix))]
-    tokio::signal::ctrl_c().await
 }
 
 /// Gives each message to the worker its partition key names, so that the

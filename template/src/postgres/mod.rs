@@ -18,11 +18,13 @@ mod errors;
 mod inbox;
 mod options;
 mod poison;
+mod relay;
 mod retention;
 mod tables;
 
 pub use inbox::PgInbox;
 pub use options::DatabaseOptions;
+pub use relay::PgQueue;
 pub use tables::{PgTables, TableStatements};
 
 use std::time::Duration;
@@ -162,9 +164,14 @@ impl Database {
 
 impl Store for Database {
     type Inbox = PgInbox;
+    type RelayQueue = PgQueue;
 
     fn inbox(&self, policy: Policy) -> Result<PgInbox, StorageError> {
         PgInbox::new(self.clone(), policy)
+    }
+
+    fn relay_queue(&self) -> Result<PgQueue, StorageError> {
+        Ok(PgQueue::new(self.connect()?))
     }
 
     fn with_tables<T>(

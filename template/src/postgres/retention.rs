@@ -27,13 +27,18 @@ pub(super) fn purge(
     let attempt_rows = purge_table(client, &ATTEMPTS, cutoff, batch_rows, &mut |rows| {
         progress(inbox_rows + rows)
     })?;
+    let sent_notifications = purge_table(client, &SENT, cutoff, batch_rows, &mut |rows| {
+        progress(inbox_rows + attempt_rows + rows)
+    })?;
     Ok(Purged {
         inbox_rows,
         attempt_rows,
+        sent_notifications,
     })
 }
 
-/// The statements that purge one table keyed by (consumer, message_id).
+/// The statements that purge one table, walked in the order of its key
+/// (two text columns).
 struct Table {
     /// The last key of the next window: `LIMIT 1 OFFSET batch_rows - 1`.
     window_end: &'static str,
@@ -59,6 +64,14 @@ const ATTEMPTS: Table = Table {
     delete_rest: "DELETE FROM attempts WHERE (consumer, message_id) > ($1, $2) AND last_failed_at < $3",
 };
 
+const SENT: Table = Table {
+    window_end: "SELECT event_id, channel FROM notifications WHERE (event_id, channel) > ($1, $2)
+                 ORDER BY event_id, channel LIMIT 1 OFFSET $3",
+    delete_window: "DELETE FROM notifications WHERE (event_id, channel) > ($1, $2)
+                    AND (event_id, channel) <= ($3, $4) AND sent_at < $5",
+    delete_rest: "DELETE FROM notifications WHERE (event_id, channel) > ($1, $2) AND sent_at < $3",
+};
+
 fn purge_table(
     client: &mut Client,
     table: &Table,
@@ -66,7 +79,7 @@ fn purge_table(
     batch_rows: u32,
     progress: &mut dyn FnMut(u64),
 ) -> Result<u64, StorageError> {
-    // Every consumer name is non-empty, so ("", "") sorts before every key.
+    // Every key column is a non-empty text, so ("", "") sorts before all.
     let mut start = (String::new(), String::new());
     let offset = i64::from(batch_rows) - 1;
     let mut deleted = 0u64;

@@ -59,9 +59,21 @@ CREATE TABLE IF NOT EXISTS debits (
 -- key must include the channel (one event, one email AND one push) and
 -- nothing more (a repeat of the event is the same notification).
 CREATE TABLE IF NOT EXISTS notifications (
-    event_id text   COLLATE "C" NOT NULL,
-    channel  text   NOT NULL,
-    account  bigint NOT NULL,
-    body     text   NOT NULL,
+    event_id   text    COLLATE "C" NOT NULL,
+    channel    text    NOT NULL,
+    account    bigint  NOT NULL,
+    body       text    NOT NULL,
+    -- The relay's bookkeeping (src/relay): when the row was queued, when
+    -- its send was confirmed, failed sends and the earliest next try, and
+    -- when it was parked after too many failures.
+    queued_at  bigint  NOT NULL DEFAULT ((extract(epoch FROM clock_timestamp()) * 1000)::bigint),
+    sent_at    bigint,
+    failures   integer NOT NULL DEFAULT 0,
+    retry_at   bigint  NOT NULL DEFAULT 0,
+    last_error text,
+    parked_at  bigint,
     UNIQUE (event_id, channel)
 );
+-- What the relay has left to send, in the order it sends it.
+CREATE INDEX IF NOT EXISTS notifications_to_send ON notifications (queued_at)
+WHERE sent_at IS NULL AND parked_at IS NULL;

@@ -32,11 +32,10 @@ pub mod lines;
 pub mod nats;
 {%- endif %}
 
-use std::sync::atomic::{AtomicBool, Ordering};
-
 use crossbeam_channel::Sender;
 
 use crate::message::Message;
+pub use crate::stop::Stop;
 
 /// One message from a source, with the handle that settles it.
 pub struct Incoming {
@@ -75,30 +74,4 @@ pub trait Source: Send {
     /// `stop` is raised. Runs on a thread of its own, where it may block.
     /// Returns how many inputs it rejected (they never reach a consumer).
     fn run(self: Box<Self>, chunks: &Sender<Vec<Incoming>>, stop: &Stop) -> anyhow::Result<u64>;
-}
-
-/// Asks a source to stop: raised by the first Ctrl-C or SIGTERM.
-#[derive(Default)]
-pub struct Stop {
-    raised: AtomicBool,
-    notify: tokio::sync::Notify,
-}
-
-impl Stop {
-    pub fn raise(&self) {
-        self.raised.store(true, Ordering::SeqCst);
-        self.notify.notify_waiters();
-    }
-
-    pub fn is_raised(&self) -> bool {
-        self.raised.load(Ordering::SeqCst)
-    }
-
-    /// Waits until the stop is raised (for sources that wait on a network).
-    pub async fn raised(&self) {
-        let notified = self.notify.notified();
-        if !self.is_raised() {
-            notified.await;
-        }
-    }
 }

@@ -13,11 +13,13 @@ mod errors;
 mod inbox;
 mod options;
 mod poison;
+mod relay;
 mod retention;
 mod tables;
 
 pub use inbox::SqliteInbox;
 pub use options::DatabaseOptions;
+pub use relay::SqliteQueue;
 pub use tables::SqliteTables;
 
 use std::path::{Path, PathBuf};
@@ -132,9 +134,14 @@ impl Database {
 
 impl Store for Database {
     type Inbox = SqliteInbox;
+    type RelayQueue = SqliteQueue;
 
     fn inbox(&self, policy: Policy) -> Result<SqliteInbox, StorageError> {
         Ok(SqliteInbox::new(self.connect()?, policy))
+    }
+
+    fn relay_queue(&self) -> Result<SqliteQueue, StorageError> {
+        SqliteQueue::open(self.connect()?, &self.path)
     }
 
     fn with_tables<T>(

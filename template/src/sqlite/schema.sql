@@ -55,9 +55,21 @@ CREATE TABLE IF NOT EXISTS debits (
 -- key must include the channel (one event, one email AND one push) and
 -- nothing more (a repeat of the event is the same notification).
 CREATE TABLE IF NOT EXISTS notifications (
-    event_id TEXT    NOT NULL,
-    channel  TEXT    NOT NULL,
-    account  INTEGER NOT NULL,
-    body     TEXT    NOT NULL,
+    event_id   TEXT    NOT NULL,
+    channel    TEXT    NOT NULL,
+    account    INTEGER NOT NULL,
+    body       TEXT    NOT NULL,
+    -- The relay's bookkeeping (src/relay): when the row was queued, when
+    -- its send was confirmed, failed sends and the earliest next try, and
+    -- when it was parked after too many failures.
+    queued_at  INTEGER NOT NULL DEFAULT (CAST(unixepoch('subsec') * 1000 AS INTEGER)),
+    sent_at    INTEGER,
+    failures   INTEGER NOT NULL DEFAULT 0,
+    retry_at   INTEGER NOT NULL DEFAULT 0,
+    last_error TEXT,
+    parked_at  INTEGER,
     UNIQUE (event_id, channel)
 );
+-- What the relay has left to send, in the order it sends it.
+CREATE INDEX IF NOT EXISTS notifications_to_send ON notifications (queued_at)
+WHERE sent_at IS NULL AND parked_at IS NULL;

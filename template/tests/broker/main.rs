@@ -6,6 +6,7 @@
 //! * `duplicates`: every event published twice, first attempts failing;
 //! * `acks`: lost acknowledgements, a storage error, a slow handler;
 //! * `poison`: a message that always fails is dead-lettered and terminated;
+//! * `relay`: the outbox relayed to JetStream, a resend absorbed;
 //! * `processes`: `consume` killed mid-run and restarted, stopped by
 //!   SIGTERM{% if database == "postgres" %}, three processes sharing one consumer{% endif %}.
 //!
@@ -73,15 +74,13 @@ where
         batch_size: 16,
         ..Options::default()
     };
-    let run = broker.block_on(async {
-        tokio::spawn(pipeline::run_until(
-            wrap(Box::new(source)),
-            handlers,
-            open,
-            options,
-            stop.clone(),
-        ))
-    });
+    let run = broker.spawn(pipeline::run_until(
+        wrap(Box::new(source)),
+        handlers,
+        open,
+        options,
+        stop.clone(),
+    ));
     let drained = broker.drained(durable, PATIENCE);
     stop.raise();
     let report = broker
@@ -115,6 +114,7 @@ mod acks;
 mod duplicates;
 mod poison;
 mod processes;
+mod relay;
 {%- if database == "postgres" %}
 mod scale_out;
 {%- endif %}

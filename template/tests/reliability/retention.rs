@@ -137,7 +137,7 @@ fn the_purge_command_refuses_a_short_window_unless_forced() {
         assert_eq!(done.status.code(), Some(0), "{args:?}");
         assert_eq!(
             String::from_utf8_lossy(&done.stdout),
-            "purged inbox_rows=0 attempt_rows=0\n"
+            "purged inbox_rows=0 attempt_rows=0 sent_notifications=0\n"
         );
     }
 }

@@ -9,6 +9,7 @@ use async_nats::jetstream::{self, stream};
 
 use {{crate_name}}::envelope::to_line;
 use {{crate_name}}::message::Message;
+use {{crate_name}}::relay::nats::NatsSinkOptions;
 use {{crate_name}}::source::nats::NatsOptions;
 
 /// How to get a server when none answers.
@@ -73,6 +74,14 @@ impl Broker {
         self.runtime.block_on(work)
     }
 
+    /// Starts `work` on this broker's runtime, in the background.
+    pub fn spawn<T: Send + 'static>(
+        &self,
+        work: impl std::future::Future<Output = T> + Send + 'static,
+    ) -> tokio::task::JoinHandle<T> {
+        self.runtime.spawn(work)
+    }
+
     /// `consume`'s options for a durable consumer of this stream.
     pub fn options(&self, durable: &str, ack_wait: Duration) -> NatsOptions {
         NatsOptions {
@@ -99,6 +108,64 @@ impl Broker {
             "--ack-wait".into(),
             humantime::format_duration(ack_wait).to_string(),
         ]
+    }
+
+    /// Where `relay send` publishes in this test: a stream of its own (named
+    /// after this broker's, deleted with it) and a subject prefix outside
+    /// the events stream's subjects.
+    pub fn relay_options(&self) -> NatsSinkOptions {
+        NatsSinkOptions {
+            nats_url: nats_url(),
+            notifications_stream: format!("{}_OUT", self.stream),
+            subject_prefix: format!("out.{}", self.subject),
+        }
+    }
+
+    /// The same, as `relay send`'s command-line options.
+    pub fn relay_cli_args(&self) -> Vec<String> {
+        let options = self.relay_options();
+        vec![
+            "--nats-url".into(),
+            options.nats_url,
+            "--notifications-stream".into(),
+            options.notifications_stream,
+            "--subject-prefix".into(),
+            options.subject_prefix,
+        ]
+    }
+
+    /// Every message the relay's stream stored, in order.
+    pub fn relayed(&self) -> Vec<Relayed> {
+        let name = self.relay_options().notifications_stream;
+        self.block_on(async {
+            let mut stream = self
+                .context
+                .get_stream(&name)
+                .await
+                .expect("the relay's stream");
+            let stored = stream.info().await.expect("stream info").state.messages;
+            let mut relayed = Vec::new();
+            for sequence in 1..=stored {
+                let message = stream
+                    .get_raw_message(sequence)
+                    .await
+                    .expect("a stored message");
+                let header = |name: &str| {
+                    message
+                        .headers
+                        .get(name)
+                        .map(|value| value.as_str().to_owned())
+                        .unwrap_or_default()
+                };
+                relayed.push(Relayed {
+                    subject: message.subject.to_string(),
+                    msg_id: header("Nats-Msg-Id"),
+                    idempotency_key: header("Idempotency-Key"),
+                    body: String::from_utf8(message.payload.to_vec()).expect("UTF-8"),
+                });
+            }
+            relayed
+        })
     }
 
     /// Publishes `message` as one stream message. `publish_id` is the
@@ -169,10 +236,21 @@ impl Broker {
     }
 }
 
+/// A message the relay published, as its stream stored it.
+#[derive(Debug)]
+pub struct Relayed {
+    pub subject: String,
+    pub msg_id: String,
+    pub idempotency_key: String,
+    pub body: String,
+}
+
 impl Drop for Broker {
     fn drop(&mut self) {
-        let _ = self
-            .runtime
-            .block_on(self.context.delete_stream(&self.stream));
+        let relay_stream = self.relay_options().notifications_stream;
+        self.runtime.block_on(async {
+            let _ = self.context.delete_stream(&self.stream).await;
+            let _ = self.context.delete_stream(&relay_stream).await;
+        });
     }
 }

@@ -24,6 +24,9 @@ pub trait Raw: Send {
     fn apply(&mut self, handler: &dyn Handler, message: &Message) -> Result<(), HandlerError>;
     /// Adds one failed attempt to the count of (consumer, id).
     fn count_failure(&mut self, consumer: &str, id: &str, error: &str) -> Result<(), StorageError>;
+    /// Deletes the outbox row of `event_id` on `channel` (what a broken
+    /// relay does with a notification it cannot send).
+    fn delete_notification(&mut self, event_id: &str, channel: &str) -> Result<(), StorageError>;
 }
 
 /// Applies `message` straight through its handler in a transaction of its

@@ -1,4 +1,6 @@
-//! `consume`: deliveries from NATS JetStream, until interrupted (or idle).
+//! What NATS JetStream adds to the commands: `consume` (deliveries from a
+//! stream, until interrupted or idle), and a relay that publishes
+//! notifications to a stream.
 
 use std::process::ExitCode;
 use std::sync::atomic::Ordering;
@@ -8,6 +10,9 @@ use clap::Args;
 
 use {{crate_name}}::database::DatabaseOptions;
 use {{crate_name}}::pipeline;
+use {{crate_name}}::relay::Sink;
+use {{crate_name}}::relay::lines::lines_sink;
+use {{crate_name}}::relay::nats::{NatsSink, NatsSinkOptions};
 use {{crate_name}}::source::nats::NatsOptions;
 use {{crate_name}}::store::Store;
 
@@ -72,4 +77,24 @@ fn consume(args: ConsumeArgs, database: &DatabaseOptions) -> anyhow::Result<Exit
         );
         Ok(ExitCode::SUCCESS)
     })
+}
+
+/// Where `relay send` sends notifications: JetStream, or JSON lines.
+#[derive(Args)]
+pub struct SinkOptions {
+    /// Write JSON lines to this file (`-`: standard output) instead of
+    /// publishing to JetStream.
+    #[arg(long, value_name = "FILE")]
+    output: Option<std::path::PathBuf>,
+    #[command(flatten)]
+    nats: NatsSinkOptions,
+}
+
+impl SinkOptions {
+    pub async fn open(&self) -> anyhow::Result<Box<dyn Sink>> {
+        Ok(match &self.output {
+            Some(path) => Box::new(lines_sink(Some(path))?),
+            None => Box::new(NatsSink::connect(&self.nats).await?),
+        })
+    }
 }

@@ -75,4 +75,12 @@ impl Raw for PgRaw {
         )?;
         Ok(())
     }
+
+    fn delete_notification(&mut self, event_id: &str, channel: &str) -> Result<(), StorageError> {
+        self.client.execute(
+            "DELETE FROM notifications WHERE event_id = $1 AND channel = $2",
+            &[&event_id, &channel],
+        )?;
+        Ok(())
+    }
 }

@@ -73,4 +73,12 @@ impl Raw for SqliteRaw {
         )?;
         Ok(())
     }
+
+    fn delete_notification(&mut self, event_id: &str, channel: &str) -> Result<(), StorageError> {
+        self.db.execute(
+            "DELETE FROM notifications WHERE event_id = ?1 AND channel = ?2",
+            params![event_id, channel],
+        )?;
+        Ok(())
+    }
 }

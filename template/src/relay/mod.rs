@@ -1,0 +1,245 @@
+//! The relay: the outbox's other half.
+//!
+//! A handler never calls out of its transaction; it writes an outbox row
+//! (`notify` writes one per channel) that commits or rolls back with the
+//! delivery. The relay then sends those rows, and only after a send was
+//! confirmed marks the row sent in the database:
+//!
+//! ```text
+//! take due rows ──▶ send each (confirmed) ──▶ mark sent / count a failure ──▶ commit
+//! ```
+//!
+//! A crash between sending and marking sends the row again on restart: at
+//! least once, never zero. So every message carries an idempotency key
+//! derived from the row, [`idempotency_key`] (event id and channel), the
+//! same on every resend, and a receiver with its own inbox applies it once.
+//! Marking before sending would be the opposite mistake: a crash in between
+//! loses the notification for good.
+//!
+//! A send that fails is counted and tried again later, waiting longer each
+//! time; after [`RelayPolicy::max_attempts`] the row is parked: kept, never
+//! sent again until requeued, and listed by `relay parked`.
+//!
+//! Where the rows come from is the database module's [`Queue`]; where they
+//! go is a [`Sink`]: JSON lines (`lines.rs`), or a broker.
+
+pub mod lines;
+{%- if broker == "nats" %}
+pub mod nats;
+{%- endif %}
+
+use std::time::{Duration, Instant};
+
+use crate::handlers::Notification;
+use crate::inbox::StorageError;
+use crate::stop::Stop;
+
+/// How each line of `relay send --progress-lines` starts: printed after a
+/// batch was sent and before it is marked sent (the kill test aims there).
+pub const PROGRESS_LINE: &str = "progress: sent a batch, marking it";
+
+/// The key a receiver deduplicates on: the same for every send of a row,
+/// different for every row (`channel:event id`; channel names have no
+/// colon).
+pub fn idempotency_key(notification: &Notification) -> String {
+    format!("{}:{}", notification.channel, notification.event_id)
+}
+
+/// A notification taken from the outbox to send.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Outgoing {
+    pub key: String,
+    pub notification: Notification,
+    /// Failed sends so far.
+    pub failures: u32,
+}
+
+/// What became of one send.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Sent {
+    /// The receiver confirmed it.
+    Confirmed,
+    /// The receiver confirmed it as a repeat of a key it already had (a
+    /// broker's dedup window absorbed a resend).
+    AlreadyThere,
+    /// It failed; the reason is kept with the row.
+    Failed(String),
+}
+
+/// Where notifications go.
+pub trait Sink: Send {
+    /// Sends one notification and waits for the receiver to confirm it.
+    fn send(&mut self, outgoing: &Outgoing) -> Sent;
+}
+
+/// A notification parked after too many failed sends.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Parked {
+    pub key: String,
+    pub failures: u32,
+    pub last_error: String,
+    /// Milliseconds since the Unix epoch.
+    pub parked_at: i64,
+}
+
+/// The outbox, as the relay sees it (one connection's worth; implemented
+/// by the database module).
+pub trait Queue: Send {
+    /// Takes up to `limit` notifications that are due, oldest first. They
+    /// are this relay's until [`Queue::settle`]: on PostgreSQL they stay
+    /// locked and other relays skip them.
+    fn take(&mut self, limit: usize) -> Result<Vec<Outgoing>, StorageError>;
+
+    /// Records what became of the notifications taken, in one transaction:
+    /// sent ones are marked sent, failed ones counted and given a later
+    /// try, or parked at `policy.max_attempts`.
+    fn settle(
+        &mut self,
+        sent: &[(Outgoing, Sent)],
+        policy: RelayPolicy,
+    ) -> Result<(), StorageError>;
+
+    /// Notifications neither sent nor parked (due now or later).
+    fn remaining(&mut self) -> Result<u64, StorageError>;
+
+    /// Every parked notification, oldest first.
+    fn parked(&mut self) -> Result<Vec<Parked>, StorageError>;
+
+    /// Gives parked notifications (all, or those with `keys`) another
+    /// round of attempts; returns how many.
+    fn requeue(&mut self, keys: &[String]) -> Result<u64, StorageError>;
+}
+
+/// How the relay treats sends that fail.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RelayPolicy {
+    /// Failed sends after which a notification is parked.
+    pub max_attempts: u32,
+    /// The wait after a first failure; it doubles with each one, up to a
+    /// minute.
+    pub retry_after: Duration,
+}
+
+impl Default for RelayPolicy {
+    fn default() -> Self {
+        Self {
+            max_attempts: 5,
+            retry_after: Duration::from_secs(1),
+        }
+    }
+}
+
+impl RelayPolicy {
+    /// Whether a notification that has now failed `failures` times is
+    /// parked.
+    pub fn parks(self, failures: u32) -> bool {
+        failures >= self.max_attempts
+    }
+
+    /// When a notification that failed for the `failures`-th time is tried
+    /// again, in milliseconds after `now`.
+    pub fn retry_at(self, now: i64, failures: u32) -> i64 {
+        let wait = self
+            .retry_after
+            .saturating_mul(1 << failures.saturating_sub(1).min(16))
+            .min(Duration::from_secs(60));
+        now.saturating_add(i64::try_from(wait.as_millis()).unwrap_or(i64::MAX))
+    }
+}
+
+/// What a relay did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RelayCounts {
+    pub sent: u64,
+    /// Sends the receiver recognised as repeats (counted in `sent` too).
+    pub already_there: u64,
+    pub failed: u64,
+    pub parked: u64,
+}
+
+impl std::fmt::Display for RelayCounts {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "sent={} already_there={} failed={} parked={}",
+            self.sent, self.already_there, self.failed, self.parked
+        )
+    }
+}
+
+/// Sends one batch: takes due notifications, sends each, then marks them.
+pub fn relay_batch(
+    queue: &mut dyn Queue,
+    sink: &mut dyn Sink,
+    limit: usize,
+    policy: RelayPolicy,
+    progress_lines: bool,
+) -> Result<RelayCounts, StorageError> {
+    let taken = queue.take(limit)?;
+    let mut counts = RelayCounts::default();
+    let results: Vec<(Outgoing, Sent)> = taken
+        .into_iter()
+        .map(|outgoing| {
+            let sent = sink.send(&outgoing);
+            match &sent {
+                Sent::Confirmed => counts.sent += 1,
+                Sent::AlreadyThere => {
+                    counts.sent += 1;
+                    counts.already_there += 1;
+                }
+                Sent::Failed(_) if policy.parks(outgoing.failures + 1) => counts.parked += 1,
+                Sent::Failed(_) => counts.failed += 1,
+            }
+            (outgoing, sent)
+        })
+        .collect();
+    if results.is_empty() {
+        return Ok(counts);
+    }
+    if progress_lines {
+        eprintln!("{PROGRESS_LINE} notifications={}", results.len());
+    }
+    queue.settle(&results, policy)?;
+    Ok(counts)
+}
+
+/// When the relay loop ends.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Until {
+    /// Every notification is sent or parked (rows waiting for a retry are
+    /// waited for).
+    Done,
+    /// A stop (a signal).
+    Stopped,
+}
+
+/// Relays batch after batch until `until` (or a stop), waiting `poll`
+/// whenever nothing is due.
+pub fn relay(
+    queue: &mut dyn Queue,
+    sink: &mut dyn Sink,
+    limit: usize,
+    policy: RelayPolicy,
+    until: Until,
+    stop: &Stop,
+    progress_lines: bool,
+) -> Result<RelayCounts, StorageError> {
+    let poll = Duration::from_millis(100);
+    let mut total = RelayCounts::default();
+    while !stop.is_raised() {
+        let started = Instant::now();
+        let counts = relay_batch(queue, sink, limit, policy, progress_lines)?;
+        total.sent += counts.sent;
+        total.already_there += counts.already_there;
+        total.failed += counts.failed;
+        total.parked += counts.parked;
+        let idle = counts == RelayCounts::default();
+        if idle && until == Until::Done && queue.remaining()? == 0 {
+            break;
+        }
+        if idle {
+            std::thread::sleep(poll.saturating_sub(started.elapsed()));
+        }
+    }
+    Ok(total)
+}

@@ -1,0 +1,83 @@
+//! The relay killed with SIGKILL right after sending a batch and before
+//! marking it, again and again, then allowed to finish: every row is
+//! delivered at least once, a resend carries the same key, and the
+//! receiver's inbox applies each row once.
+
+use std::collections::BTreeSet;
+use std::process::Command;
+
+use {{crate_name}}::relay::PROGRESS_LINE;
+
+use crate::support::harness::Prng;
+use crate::support::kill::kill_after_progress;
+use crate::{key_of, keys_of, outbox_with, receive};
+
+#[test]
+fn a_relay_killed_between_sending_and_marking_sends_again_and_the_receiver_applies_once() {
+    let fixture = outbox_with(200);
+    let folder = tempfile::tempdir().unwrap();
+    let output = folder.path().join("sent.jsonl");
+    // `--until-done`: a run the kill misses (the relay got through first)
+    // ends by itself instead of waiting for more rows.
+    let relay = |extra: &[&str]| {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_{{project-name}}"));
+        command
+            .args(fixture.cli_args())
+            .args([
+                "relay",
+                "send",
+                "--until-done",
+                "--batch-size",
+                "5",
+                "--output",
+            ])
+            .arg(&output)
+            .args(extra);
+        command
+    };
+    let mut random = Prng::from_env("RELAY_KILL_SEED");
+    let mut kills_landed = 0;
+    for _ in 1..=5 {
+        // 400 rows in batches of 5: each kill follows one of the first
+        // three batches of its run (sent; being marked, or the next one
+        // being sent).
+        let after = 1 + random.below(3);
+        let run = kill_after_progress(relay(&["--progress-lines"]), PROGRESS_LINE, after);
+        if !run.landed_mid_run {
+            break;
+        }
+        kills_landed += 1;
+    }
+    assert!(kills_landed > 0, "no kill landed mid-run");
+    let finished = relay(&[]).output().unwrap();
+    assert!(
+        finished.status.success(),
+        "{}",
+        String::from_utf8_lossy(&finished.stderr)
+    );
+
+    let lines: Vec<String> = std::fs::read_to_string(&output)
+        .unwrap()
+        .lines()
+        .map(str::to_owned)
+        .collect();
+    let distinct: BTreeSet<String> = lines.iter().map(|line| key_of(line)).collect();
+    assert_eq!(distinct, keys_of(&fixture), "a row was never delivered");
+    let resends = lines.len() - distinct.len();
+    assert!(
+        resends > 0,
+        "no kill landed between a send and its mark: the test proved nothing"
+    );
+    let (applied, duplicates) = receive(&lines);
+    assert_eq!(
+        applied as usize,
+        distinct.len(),
+        "the receiver applied each once"
+    );
+    assert_eq!(duplicates as usize, resends, "and caught every resend");
+    println!(
+        "relay crash test: {kills_landed} kills, {} rows, {} lines sent, {resends} resends, {duplicates} duplicates absorbed by the receiver",
+        distinct.len(),
+        lines.len()
+    );
+}
