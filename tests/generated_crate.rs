@@ -8,7 +8,7 @@ mod common;
 use std::fs;
 
 use common::{
-    POSTGRES, SQLITE, VARIANTS, Variant, can_run, cargo, cargo_ok, generate, generate_with,
+    POSTGRES, POSTGRES_NATS, SQLITE, SQLITE_NATS, VARIANTS, Variant, can_run, cargo, cargo_ok, generate, generate_with,
 };
 
 fn builds_lints_formats_and_passes_its_tests(variant: &Variant) {
@@ -45,6 +45,16 @@ fn the_sqlite_variant_builds_lints_formats_and_passes_its_tests() {
 #[test]
 fn the_postgres_variant_builds_lints_formats_and_passes_its_tests() {
     builds_lints_formats_and_passes_its_tests(&POSTGRES);
+}
+
+#[test]
+fn the_sqlite_nats_variant_builds_lints_formats_and_passes_its_tests() {
+    builds_lints_formats_and_passes_its_tests(&SQLITE_NATS);
+}
+
+#[test]
+fn the_postgres_nats_variant_builds_lints_formats_and_passes_its_tests() {
+    builds_lints_formats_and_passes_its_tests(&POSTGRES_NATS);
 }
 
 /// cargo-generate 0.23 (the CLI that builds on rustc 1.95) does not run

@@ -77,6 +77,7 @@ pub fn cargo(project: &Path, args: &[&str]) -> Output {
         .current_dir(project)
         .env("CARGO_TARGET_DIR", shared_target_dir())
         .env("DATABASE_URL", database_url())
+        .env("NATS_URL", nats_url())
         .env_remove("RUSTFLAGS")
         .env_remove("RUST_BACKTRACE")
         .output()
@@ -103,30 +104,42 @@ pub const POSTGRES: Variant = Variant {
     servers: &[Server::Postgres],
 };
 
+pub const SQLITE_NATS: Variant = Variant {
+    name: "sqlite-nats",
+    defines: &["database=sqlite", "broker=nats"],
+    servers: &[Server::Nats],
+};
+
+pub const POSTGRES_NATS: Variant = Variant {
+    name: "postgres-nats",
+    defines: &["database=postgres", "broker=nats"],
+    servers: &[Server::Postgres, Server::Nats],
+};
+
 /// Every variant of the template.
-pub const VARIANTS: [&Variant; 2] = [&SQLITE, &POSTGRES];
+pub const VARIANTS: [&Variant; 4] = [&SQLITE, &POSTGRES, &SQLITE_NATS, &POSTGRES_NATS];
 
 /// A server some variant's tests need.
 #[derive(Clone, Copy, Debug)]
 pub enum Server {
     Postgres,
+    Nats,
 }
 
 impl Server {
     /// `host:port` the server is expected at.
     fn address(self) -> String {
-        match self {
-            Server::Postgres => {
-                let url = database_url();
-                let rest = url.split_once("://").map_or(url.as_str(), |(_, rest)| rest);
-                let host = rest.rsplit_once('@').map_or(rest, |(_, host)| host);
-                let host = host.split(['/', '?']).next().unwrap_or("127.0.0.1:5432");
-                if host.contains(':') {
-                    host.to_owned()
-                } else {
-                    format!("{host}:5432")
-                }
-            }
+        let (url, port) = match self {
+            Server::Postgres => (database_url(), 5432),
+            Server::Nats => (nats_url(), 4222),
+        };
+        let rest = url.split_once("://").map_or(url.as_str(), |(_, rest)| rest);
+        let host = rest.rsplit_once('@').map_or(rest, |(_, host)| host);
+        let host = host.split(['/', '?']).next().unwrap_or_default();
+        if host.contains(':') {
+            host.to_owned()
+        } else {
+            format!("{host}:{port}")
         }
     }
 
@@ -146,6 +159,12 @@ impl Server {
 pub fn database_url() -> String {
     std::env::var("DATABASE_URL")
         .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".to_owned())
+}
+
+/// The NATS server (with JetStream) generated projects test against:
+/// `NATS_URL`, or the local one.
+pub fn nats_url() -> String {
+    std::env::var("NATS_URL").unwrap_or_else(|_| "nats://127.0.0.1:4222".to_owned())
 }
 
 /// Whether `variant`'s tests can run here. A variant whose server is not
