@@ -7,7 +7,9 @@ mod common;
 
 use std::fs;
 
-use common::{POSTGRES, SQLITE, VARIANTS, cargo_ok, files, generate, kit};
+use common::{
+    POSTGRES, POSTGRES_NATS, SQLITE, SQLITE_NATS, VARIANTS, cargo_ok, files, generate, kit,
+};
 
 #[test]
 fn each_variant_has_the_expected_files() {
@@ -15,6 +17,10 @@ fn each_variant_has_the_expected_files() {
     insta::assert_snapshot!("file_list", files(&project.root).join("\n"));
     let project = generate("orders-consumer", POSTGRES.defines);
     insta::assert_snapshot!("file_list_postgres", files(&project.root).join("\n"));
+    let project = generate("orders-consumer", SQLITE_NATS.defines);
+    insta::assert_snapshot!("file_list_sqlite_nats", files(&project.root).join("\n"));
+    let project = generate("orders-consumer", POSTGRES_NATS.defines);
+    insta::assert_snapshot!("file_list_postgres_nats", files(&project.root).join("\n"));
 }
 
 /// The seam is right when the required tests need no change to move to
@@ -49,6 +55,24 @@ fn the_required_tests_are_the_same_files_in_every_variant() {
             variant.name
         );
     }
+}
+
+/// A project holds only its own broker's code and dependencies.
+#[test]
+fn each_variant_holds_only_its_own_broker() {
+    let files_broker = generate("orders-consumer", SQLITE.defines);
+    for file in files(&files_broker.root) {
+        let text = fs::read_to_string(files_broker.root.join(&file)).unwrap_or_default();
+        assert!(
+            !text.contains("async-nats") && !text.contains("async_nats"),
+            "{file} is NATS's"
+        );
+        assert!(!file.contains("nats"), "{file} is NATS's");
+    }
+    let nats = generate("orders-consumer", SQLITE_NATS.defines);
+    let manifest = fs::read_to_string(nats.root.join("Cargo.toml")).unwrap();
+    assert!(manifest.contains("async-nats"), "{manifest}");
+    assert!(nats.root.join("tests/broker/main.rs").is_file());
 }
 
 /// A project holds only its own database's code and dependencies.
@@ -145,6 +169,7 @@ fn bad_option_values_are_refused() {
             "database=mysql",
             "\"mysql\" is not a valid value for database",
         ),
+        ("broker=kafka", "\"kafka\" is not a valid value for broker"),
     ] {
         let dir = tempfile::tempdir().unwrap();
         let output = kit()

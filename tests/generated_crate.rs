@@ -8,7 +8,8 @@ mod common;
 use std::fs;
 
 use common::{
-    POSTGRES, POSTGRES_NATS, SQLITE, SQLITE_NATS, VARIANTS, Variant, can_run, cargo, cargo_ok, generate, generate_with,
+    POSTGRES, POSTGRES_NATS, SQLITE, SQLITE_NATS, VARIANTS, Variant, can_run, cargo, cargo_ok,
+    generate, generate_with,
 };
 
 fn builds_lints_formats_and_passes_its_tests(variant: &Variant) {
