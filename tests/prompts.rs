@@ -376,6 +376,10 @@ const COMMON_IDENTIFIERS: [&str; 2] = ["as_str", "with_capacity"];
 /// business tables, Rust items and environment variables. Read from the
 /// template itself, so the list grows with it. The inbox's own tables
 /// (`src/inbox/schema.sql`) are left out: a retrofit creates them too.
+/// Test targets named after words of the pattern itself, which any
+/// consumer's code and docs use: only `--test NAME` is the template's.
+const PATTERN_WORDS: &[&str] = &["broker", "relay"];
+
 fn generated_only_names() -> Vec<GeneratedOnly> {
     let mut names = Vec::new();
     let mut add = |name: &str, what: &'static str, scope: Scope| {
@@ -397,7 +401,18 @@ fn generated_only_names() -> Vec<GeneratedOnly> {
         };
         fs::read_to_string(path).unwrap_or_default()
     };
-    let inbox_tables = create_table_names(&read("src/inbox/schema.sql"));
+    // The pattern's own tables (inbox, attempts, dead letters) open each
+    // database's schema; its business tables follow, each section headed
+    // by a comment naming its consumer in backticks.
+    let inbox_tables: Vec<String> = ["src/sqlite/schema.sql", "src/postgres/schema.sql"]
+        .iter()
+        .flat_map(|schema| {
+            let text = read(schema);
+            assert!(!text.is_empty(), "{schema} is missing");
+            let business = text.find("\n-- `").unwrap_or(text.len());
+            create_table_names(&text[..business])
+        })
+        .collect();
     for file in &files {
         let parts: Vec<&str> = file.split('/').collect();
         let file_name = parts[parts.len() - 1];
@@ -415,15 +430,24 @@ fn generated_only_names() -> Vec<GeneratedOnly> {
         if !COMMON_FILE_NAMES.contains(&file_name) {
             add(file_name, "a file name of the template", Scope::Anywhere);
         }
-        match parts.as_slice() {
-            ["tests", target, "main.rs"] => {
-                add(target, "a test target of the template", Scope::AnyCase)
+        let test_target = match parts.as_slice() {
+            ["tests", target, "main.rs"] => Some(target.to_string()),
+            ["tests", file] if file.ends_with(".rs") => {
+                Some(file.trim_end_matches(".rs").to_owned())
             }
-            ["tests", file] if file.ends_with(".rs") => add(
-                file.trim_end_matches(".rs"),
+            _ => None,
+        };
+        if let Some(target) = test_target {
+            add(
+                &format!("--test {target}"),
                 "a test target of the template",
-                Scope::AnyCase,
-            ),
+                Scope::Anywhere,
+            );
+            if !PATTERN_WORDS.contains(&target.as_str()) {
+                add(&target, "a test target of the template", Scope::AnyCase);
+            }
+        }
+        match parts.as_slice() {
             [".claude", "commands", command] => {
                 let command = command.trim_end_matches(".md");
                 add(
