@@ -3,7 +3,7 @@
 //! second relay is refused (one relay per database).
 
 use std::collections::BTreeSet;
-use std::time::Duration;
+use std::sync::Barrier;
 
 use {{crate_name}}::relay::{Outgoing, RelayPolicy, Sent, Sink, Until, relay};
 use {{crate_name}}::stop::Stop;
@@ -11,13 +11,19 @@ use {{crate_name}}::store::Store;
 
 use crate::{Recorder, key_of, keys_of, outbox_with};
 
-/// A sink that takes its time, so that two relays overlap.
-struct Slow(Recorder);
+/// A sink whose first send waits for the other relay's first send: both
+/// relays then hold a batch at the same time, whatever the scheduler does.
+struct MeetsTheOther<'a> {
+    recorder: Recorder,
+    meeting: Option<&'a Barrier>,
+}
 
-impl Sink for Slow {
+impl Sink for MeetsTheOther<'_> {
     fn send(&mut self, outgoing: &Outgoing) -> Sent {
-        std::thread::sleep(Duration::from_millis(2));
-        self.0.send(outgoing)
+        if let Some(meeting) = self.meeting.take() {
+            meeting.wait();
+        }
+        self.recorder.send(outgoing)
     }
 }
 
@@ -35,7 +41,12 @@ fn two_relays_at_once_never_send_a_row_twice() {
         }
     };
     let recorder = Recorder::default();
-    let (mut one, mut two) = (Slow(recorder.clone()), Slow(recorder.clone()));
+    let meeting = Barrier::new(2);
+    let meet = || MeetsTheOther {
+        recorder: recorder.clone(),
+        meeting: Some(&meeting),
+    };
+    let (mut one, mut two) = (meet(), meet());
     let (stop, policy) = (Stop::default(), RelayPolicy::default());
     let (a, b) = std::thread::scope(|scope| {
         let a = scope.spawn(|| relay(&mut first, &mut one, 5, policy, Until::Done, &stop, false));
