@@ -17,7 +17,7 @@ use {{crate_name}}::message::Message;
 use {{crate_name}}::source::{Incoming, Source, Stop};
 use {{crate_name}}::store::Store;
 
-use crate::support::harness::{Expected, RealInbox, fixture_for, inbox_rows, state_of};
+use crate::support::harness::{RealInbox, assert_applied_once, fixture_for, inbox_rows};
 use crate::support::nats::Broker;
 use crate::support::subjects::{DebitSubject, NotifySubject, payments};
 use crate::{consume_until_drained, real_inbox};
@@ -118,18 +118,8 @@ fn lost_acknowledgements_bring_committed_messages_back_as_duplicates() {
         "and be duplicates for both consumers: {:?}",
         seen.report.summary
     );
-    assert!(
-        Expected::of(&debit, &messages)
-            .unwrap()
-            .problems(&state_of(&fixture, &debit))
-            .is_empty()
-    );
-    assert!(
-        Expected::of(&notify, &messages)
-            .unwrap()
-            .problems(&state_of(&fixture, &notify))
-            .is_empty()
-    );
+    assert_applied_once(&fixture, &debit, &messages);
+    assert_applied_once(&fixture, &notify, &messages);
     assert_eq!(inbox_rows(&fixture, "debit"), 30);
 }
 
@@ -190,18 +180,8 @@ fn a_storage_error_acknowledges_nothing_and_the_broker_redelivers() {
         seen.redelivered > 0,
         "the failed batches' messages were not redelivered: {seen:?}"
     );
-    assert!(
-        Expected::of(&debit, &messages)
-            .unwrap()
-            .problems(&state_of(&fixture, &debit))
-            .is_empty()
-    );
-    assert!(
-        Expected::of(&notify, &messages)
-            .unwrap()
-            .problems(&state_of(&fixture, &notify))
-            .is_empty()
-    );
+    assert_applied_once(&fixture, &debit, &messages);
+    assert_applied_once(&fixture, &notify, &messages);
 }
 
 /// `debit`, taking `delay` over one message.
@@ -258,10 +238,5 @@ fn a_handler_slower_than_the_ack_wait_keeps_its_message_with_progress() {
         "a message in progress was redelivered: {seen:?}"
     );
     assert_eq!(seen.report.summary.applied, 5);
-    assert!(
-        Expected::of(&debit, &messages)
-            .unwrap()
-            .problems(&state_of(&fixture, &debit))
-            .is_empty()
-    );
+    assert_applied_once(&fixture, &debit, &messages);
 }

@@ -11,7 +11,7 @@ use {{crate_name}}::handlers::{Debit, Notify};
 use {{crate_name}}::inbox::Policy;
 
 use crate::support::harness::{
-    Expected, FailFirstAttempt, RealInbox, fixture_for, inbox_rows, state_of,
+    FailFirstAttempt, RealInbox, assert_applied_once, fixture_for, inbox_rows,
 };
 use crate::support::nats::Broker;
 use crate::support::subjects::{DebitSubject, NotifySubject, payments};
@@ -48,18 +48,8 @@ fn events_published_twice_with_failing_first_attempts_apply_once() {
     );
     println!("{seen:?}");
 
-    assert!(
-        Expected::of(&debit, &messages)
-            .unwrap()
-            .problems(&state_of(&fixture, &debit))
-            .is_empty()
-    );
-    assert!(
-        Expected::of(&notify, &messages)
-            .unwrap()
-            .problems(&state_of(&fixture, &notify))
-            .is_empty()
-    );
+    assert_applied_once(&fixture, &debit, &messages);
+    assert_applied_once(&fixture, &notify, &messages);
     assert_eq!(inbox_rows(&fixture, "debit"), 50);
     assert_eq!(inbox_rows(&fixture, "notify"), 50);
     let summary = seen.report.summary;

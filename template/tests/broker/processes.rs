@@ -9,7 +9,7 @@ use {{crate_name}}::pipeline::PROGRESS_LINE;
 
 use crate::PATIENCE;
 use crate::support::database::Fixture;
-use crate::support::harness::{Expected, Prng, RealInbox, fixture_for, inbox_rows, state_of};
+use crate::support::harness::{Prng, RealInbox, assert_applied_once, fixture_for, inbox_rows};
 use crate::support::kill::{follow, kill_after_progress, send, signal_after_progress};
 use crate::support::nats::Broker;
 use crate::support::subjects::{DebitSubject, NotifySubject, payments};
@@ -90,18 +90,8 @@ fn consume_killed_mid_run_and_restarted_ends_once_only() {
         redelivered(&summary) > 0,
         "what the killed processes took was never redelivered: {summary}"
     );
-    assert!(
-        Expected::of(&debit, &messages)
-            .unwrap()
-            .problems(&state_of(&fixture, &debit))
-            .is_empty()
-    );
-    assert!(
-        Expected::of(&notify, &messages)
-            .unwrap()
-            .problems(&state_of(&fixture, &notify))
-            .is_empty()
-    );
+    assert_applied_once(&fixture, &debit, &messages);
+    assert_applied_once(&fixture, &notify, &messages);
     assert_eq!(inbox_rows(&fixture, "debit"), 150);
     assert_eq!(inbox_rows(&fixture, "notify"), 150);
 }

@@ -8,7 +8,7 @@ use {{crate_name}}::pipeline::PROGRESS_LINE;
 
 use crate::PATIENCE;
 use crate::processes::{consume, redelivered};
-use crate::support::harness::{Expected, Prng, RealInbox, fixture_for, inbox_rows, state_of};
+use crate::support::harness::{Prng, RealInbox, assert_applied_once, fixture_for, inbox_rows};
 use crate::support::kill::{follow, kill_after_progress, send};
 use crate::support::nats::Broker;
 use crate::support::subjects::{DebitSubject, NotifySubject, payments};
@@ -54,17 +54,7 @@ fn three_processes_share_one_consumer_and_survive_a_kill() {
         redeliveries > 0,
         "what the killed process took never came back: {summaries:?}"
     );
-    assert!(
-        Expected::of(&debit, &messages)
-            .unwrap()
-            .problems(&state_of(&fixture, &debit))
-            .is_empty()
-    );
-    assert!(
-        Expected::of(&notify, &messages)
-            .unwrap()
-            .problems(&state_of(&fixture, &notify))
-            .is_empty()
-    );
+    assert_applied_once(&fixture, &debit, &messages);
+    assert_applied_once(&fixture, &notify, &messages);
     assert_eq!(inbox_rows(&fixture, "debit"), 200);
 }

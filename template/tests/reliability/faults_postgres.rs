@@ -15,7 +15,7 @@ use {{crate_name}}::message::Message;
 use {{crate_name}}::store::Store;
 
 use crate::support::database::{Fixture, server_url};
-use crate::support::harness::{Expected, RealInbox, fixture_for, inbox_rows, state_of};
+use crate::support::harness::{RealInbox, assert_applied_once, fixture_for, inbox_rows};
 use crate::support::subjects::{DebitSubject, payments};
 
 /// Checks that the batch failed as a storage fault and left nothing, then
@@ -35,11 +35,7 @@ fn fails_cleanly_then_recovers(
         "unclear error: {error}"
     );
     assert_eq!(inbox_rows(fixture, "debit"), 0, "nothing recorded");
-    let nothing = Expected::of(&subject, &[]).unwrap();
-    assert!(
-        nothing.problems(&state_of(fixture, &subject)).is_empty(),
-        "nothing applied"
-    );
+    assert_applied_once(fixture, &subject, &[]);
     let mut reader = fixture.database().inbox(Policy::default()).unwrap();
     assert_eq!(
         reader.failures("debit", "pay-00001").unwrap(),
@@ -54,8 +50,7 @@ fn fails_cleanly_then_recovers(
         "{outcomes:?}"
     );
     let messages: Vec<Message> = deliveries.iter().map(|d| d.message.clone()).collect();
-    let all = Expected::of(&subject, &messages).unwrap();
-    assert!(all.problems(&state_of(fixture, &subject)).is_empty());
+    assert_applied_once(fixture, &subject, &messages);
     assert_eq!(inbox_rows(fixture, "debit"), messages.len());
 }
 

@@ -9,7 +9,7 @@ use {{crate_name}}::inbox::{DeadLetters, Delivery, Inbox, Outcome, Policy};
 use {{crate_name}}::store::Store;
 
 use crate::support::database::Fixture;
-use crate::support::harness::{Expected, RealInbox, fixture_for, inbox_rows, state_of};
+use crate::support::harness::{RealInbox, assert_applied_once, fixture_for, inbox_rows};
 use crate::support::subjects::{DebitSubject, payments};
 
 fn fault_then_recover(break_it: &str, expected_error: &str, fix_it: &str) {
@@ -32,11 +32,7 @@ fn fault_then_recover(break_it: &str, expected_error: &str, fix_it: &str) {
         "unclear error: {error}"
     );
     assert_eq!(inbox_rows(&fixture, "debit"), 0, "nothing recorded");
-    let nothing = Expected::of(&subject, &[]).unwrap();
-    assert!(
-        nothing.problems(&state_of(&fixture, &subject)).is_empty(),
-        "nothing applied"
-    );
+    assert_applied_once(&fixture, &subject, &[]);
     assert_eq!(
         inbox.failures("debit", "pay-00001").unwrap(),
         0,
@@ -46,8 +42,7 @@ fn fault_then_recover(break_it: &str, expected_error: &str, fix_it: &str) {
     inbox.connection().execute_batch(fix_it).unwrap();
     let outcomes = inbox.deliver_batch(&deliveries).unwrap();
     assert!(outcomes.iter().all(|o| *o == Outcome::Applied));
-    let all = Expected::of(&subject, &messages).unwrap();
-    assert!(all.problems(&state_of(&fixture, &subject)).is_empty());
+    assert_applied_once(&fixture, &subject, &messages);
     assert_eq!(inbox_rows(&fixture, "debit"), 300);
 }
 

@@ -181,6 +181,22 @@ pub fn state_of<S: Subject>(fixture: &Fixture, subject: &S) -> S::State {
         .expect("read the subject's state")
 }
 
+/// Asserts that `subject`'s state in `fixture` is each distinct message of
+/// `applied` applied once, judged by the subject's model and by the
+/// once-applied oracle; the panic lists what differs.
+#[track_caller]
+pub fn assert_applied_once<S: Subject>(fixture: &Fixture, subject: &S, applied: &[Message]) {
+    let problems = Expected::of(subject, applied)
+        .unwrap_or_else(|violation| panic!("{violation:?}"))
+        .problems(&state_of(fixture, subject));
+    assert!(
+        problems.is_empty(),
+        "{} is not each message applied once: {}",
+        subject.handler().consumer(),
+        problems.join("; ")
+    );
+}
+
 /// A [`Subject`] without its state type, so that subjects of different
 /// types can sit in one list (`subjects::all()`).
 pub trait AnySubject: Sync {
