@@ -14,7 +14,9 @@
 #   STRESS_RUNNER=loop                     use the plain loop even if cargo-nextest is installed
 #   STRESS_PROFILE=debug                   test the debug build (default: release, faster per run)
 #   PARALLEL_ROUNDS=1                      rounds per test run (1 here, since repeating is this
-#                                          script's job; a plain `cargo test` plays 5)
+#                                          script's job; a plain `cargo test` plays 10)
+#   PARALLEL_RACED_SLICES=0                extra rounds until this many messages raced (0 here;
+#                                          a plain `cargo test` insists on 200)
 #
 # Uses `cargo nextest run --stress-count` when cargo-nextest is installed and
 # a plain loop over the test binary otherwise. Stops at the first failing
@@ -29,7 +31,7 @@ if ! [[ "$iterations" =~ ^[1-9][0-9]*$ ]]; then
 fi
 pattern="${STRESS_TESTS:-(^|::)parallel}"
 export STRESS_WORKERS="${STRESS_WORKERS:-4}" STRESS_MESSAGES="${STRESS_MESSAGES:-50}"
-export PARALLEL_ROUNDS="${PARALLEL_ROUNDS:-1}"
+export PARALLEL_ROUNDS="${PARALLEL_ROUNDS:-1}" PARALLEL_RACED_SLICES="${PARALLEL_RACED_SLICES:-0}"
 case "${STRESS_PROFILE:-release}" in
     release) profile=(--release) ;;
     debug) profile=() ;;

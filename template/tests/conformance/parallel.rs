@@ -3,7 +3,8 @@
 //!
 //! A parallel result can differ from run to run, so `scripts/stress.sh`
 //! repeats these tests; `STRESS_WORKERS` and `STRESS_MESSAGES` make them
-//! harder (defaults 4 and 50), `PARALLEL_ROUNDS` sets the rounds (10).
+//! harder (defaults 4 and 50), `PARALLEL_ROUNDS` sets the rounds (10, and more until 200
+//! messages were delivered by two workers at once: `PARALLEL_RACED_SLICES`).
 
 use crate::support::harness::{RealInbox, parallel, stress_messages, stress_workers};
 use crate::support::subjects::{ACCOUNT, AMOUNT, DebitSubject, NotifySubject, OPENING_BALANCE};

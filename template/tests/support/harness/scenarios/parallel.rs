@@ -4,6 +4,7 @@
 //! message at the same moment, which is what exposes check-then-act.
 
 use std::sync::Barrier;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use {{crate_name}}::message::{Message, MessageId};
 use {{crate_name}}::pipeline::Summary;
@@ -12,21 +13,29 @@ use super::deliver_all;
 use crate::support::harness::judge::observe;
 use crate::support::harness::{InboxUnderTest, Play, Subject, Violation, env_number, fixture_for};
 
-/// Rounds the judged parallel scenario plays unless `PARALLEL_ROUNDS` says
-/// otherwise.
+/// Rounds the judged parallel scenario plays at least, unless
+/// `PARALLEL_ROUNDS` says otherwise.
 ///
-/// A race shows only when workers really overlap, and now and then the
-/// scheduler runs one worker's slice to the end before the others wake
-/// (more often on a loaded machine). So the workers meet at a barrier
-/// before every slice of [`SLICE`] messages, and the judged scenario plays
-/// several independent rounds, each on new message ids in the same
-/// database: one round in which check-then-act slips through does not
-/// hide it. `scripts/stress.sh` plays one round per iteration: repeating is
-/// its job.
+/// A race shows only when workers really overlap, and on a loaded machine
+/// the scheduler often runs one worker through a message before the others
+/// wake. So the workers meet at a barrier before every slice of [`SLICE`]
+/// messages, the scenario plays several independent rounds (each on new
+/// message ids in the same database), and it counts the slices that two
+/// workers were inside at the same moment: while fewer than
+/// [`RACED_SLICES`] have raced, it plays more rounds, up to [`MAX_ROUNDS`].
+/// `scripts/stress.sh` sets one round per iteration: repeating is its job.
 pub const PARALLEL_ROUNDS: usize = 10;
 
 /// Messages each worker delivers (as one batch) between two meetings.
-pub const SLICE: usize = 10;
+pub const SLICE: usize = 1;
+
+/// Slices that must have raced (two workers inside at once) before the
+/// scenario stops adding rounds, unless `PARALLEL_RACED_SLICES` says
+/// otherwise.
+pub const RACED_SLICES: usize = 200;
+
+/// The most rounds the scenario plays, however little raced.
+pub const MAX_ROUNDS: usize = 100;
 
 /// One round on a fresh database: `workers` threads, each on its own
 /// connection, deliver the same messages in the same order, meeting at a
@@ -37,34 +46,47 @@ pub fn play_parallel<S: Subject>(
     workers: usize,
     count: usize,
 ) -> Play<S::State> {
-    play_rounds(subject, inbox, workers, count, 1)
+    play_rounds(subject, inbox, workers, count, 1, 0)
 }
 
-/// `rounds` rounds on one database, each on its own message ids.
+/// At least `rounds` rounds on one database, each on its own message ids,
+/// and more until `raced_slices` slices raced (or [`MAX_ROUNDS`]).
 fn play_rounds<S: Subject>(
     subject: &S,
     inbox: &dyn InboxUnderTest,
     workers: usize,
     count: usize,
     rounds: usize,
+    raced_slices: usize,
 ) -> Play<S::State> {
     let fixture = fixture_for(inbox, &[subject]);
     let handler = subject.handler();
     let mut messages = Vec::new();
     let mut outcomes = Summary::default();
-    for round in 1..=rounds {
-        let batch = round_messages(subject, count, round, rounds);
+    let mut raced = 0;
+    let mut played = 0;
+    while played < rounds || (raced < raced_slices && played < MAX_ROUNDS) {
+        played += 1;
+        let single = rounds == 1 && raced_slices == 0;
+        let batch = round_messages(subject, count, (!single).then_some(played));
         let barrier = Barrier::new(workers);
+        let slices: Vec<AtomicUsize> = batch.chunks(SLICE).map(|_| AtomicUsize::new(0)).collect();
+        let raced_now = AtomicUsize::new(0);
         outcomes += std::thread::scope(|scope| {
             let threads: Vec<_> = (0..workers)
                 .map(|_| {
                     let mut worker = inbox.open(&fixture);
                     let (barrier, handler, batch) = (&barrier, handler.as_ref(), &batch);
+                    let (slices, raced_now) = (&slices, &raced_now);
                     scope.spawn(move || {
                         let mut outcomes = Summary::default();
-                        for slice in batch.chunks(SLICE) {
+                        for (slice, inside) in batch.chunks(SLICE).zip(slices) {
                             barrier.wait();
+                            if inside.fetch_add(1, Ordering::SeqCst) == 1 {
+                                raced_now.fetch_add(1, Ordering::Relaxed);
+                            }
                             outcomes += deliver_all(worker.as_mut(), handler, slice);
+                            inside.fetch_sub(1, Ordering::SeqCst);
                         }
                         outcomes
                     })
@@ -77,33 +99,30 @@ fn play_rounds<S: Subject>(
                     total
                 })
         });
+        raced += raced_now.into_inner();
         messages.extend(batch);
     }
     Play {
         scenario: format!(
-            "parallel {workers}x{count}, {rounds} rounds, via {}",
+            "parallel {workers}x{count}, {played} rounds ({raced} slices raced), via {}",
             inbox.name()
         ),
         consumer: handler.consumer().to_owned(),
-        deliveries: (workers * count * rounds) as u64,
+        deliveries: (workers * messages.len()) as u64,
         steps: Vec::new(),
         observed: observe(&fixture, subject, outcomes),
         messages,
     }
 }
 
-/// The subject's messages for one round: the same ids in a single round,
-/// ids prefixed with the round otherwise, so that rounds never overlap.
-fn round_messages<S: Subject>(
-    subject: &S,
-    count: usize,
-    round: usize,
-    rounds: usize,
-) -> Vec<Message> {
+/// The subject's messages for one round: its own ids for a lone round,
+/// ids prefixed with the round's number otherwise, so that rounds never
+/// overlap.
+fn round_messages<S: Subject>(subject: &S, count: usize, round: Option<usize>) -> Vec<Message> {
     let messages = subject.messages(count);
-    if rounds == 1 {
+    let Some(round) = round else {
         return messages;
-    }
+    };
     messages
         .into_iter()
         .map(|message| Message {
@@ -114,8 +133,9 @@ fn round_messages<S: Subject>(
 }
 
 /// The parallel scenario, judged: [`PARALLEL_ROUNDS`] rounds in one
-/// database, then every message must be applied once with no failure (a
-/// contended lock is not a failure).
+/// database (more while fewer than [`RACED_SLICES`] slices raced), then
+/// every message must be applied once with no failure (a contended lock is
+/// not a failure).
 pub fn parallel<S: Subject>(
     subject: &S,
     inbox: &dyn InboxUnderTest,
@@ -123,5 +143,6 @@ pub fn parallel<S: Subject>(
     count: usize,
 ) -> Result<Play<S::State>, Violation> {
     let rounds = env_number("PARALLEL_ROUNDS", PARALLEL_ROUNDS as u64).max(1) as usize;
-    play_rounds(subject, inbox, workers, count, rounds).judge(subject)
+    let raced = env_number("PARALLEL_RACED_SLICES", RACED_SLICES as u64) as usize;
+    play_rounds(subject, inbox, workers, count, rounds, raced).judge(subject)
 }
