@@ -3,14 +3,43 @@
 # database, feeds it the sample deliveries twice (a broker redelivering
 # everything) and shows the result.
 #
+{%- if database == "postgres" %}
+#   scripts/try.sh [SCHEMA]        (default: try; on the server DATABASE_URL names)
+#
+# The schema must not exist yet (with psql installed, an earlier `try` is
+# dropped first), so that a second try starts from the same state.
+{%- else %}
 #   scripts/try.sh [DATABASE]      (default: try.db, recreated each time)
+{%- endif %}
 set -euo pipefail
 cd "$(dirname "$0")/.."
+{% if database == "postgres" %}
+if [ -z "${DATABASE_URL:-}" ]; then
+    echo "scripts/try.sh needs a PostgreSQL server: set DATABASE_URL, for example" >&2
+    echo "  docker run -d --name pg -p 5432:5432 -e POSTGRES_HOST_AUTH_METHOD=trust postgres:15" >&2
+    echo "  export DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres" >&2
+    exit 1
+fi
+schema="${1:-try}"
+export DATABASE_SCHEMA="$schema"
+cargo build --quiet
+consumer() { cargo run --quiet -- "$@"; }
 
+if [ "$schema" = try ] && command -v psql >/dev/null; then
+    psql --quiet "$DATABASE_URL" -c "DROP SCHEMA IF EXISTS try CASCADE" 2>/dev/null || true
+fi
+if consumer status >/dev/null 2>&1; then
+    echo "the schema \"$schema\" already holds this consumer's tables: drop it first" >&2
+    echo "  psql \"\$DATABASE_URL\" -c 'DROP SCHEMA \"$schema\" CASCADE'" >&2
+    echo "or try in another one: scripts/try.sh ${schema}2" >&2
+    exit 1
+fi
+{%- else %}
 db="${1:-try.db}"
 rm -f "$db" "$db-wal" "$db-shm"
 cargo build --quiet
 consumer() { cargo run --quiet -- --db "$db" "$@"; }
+{%- endif %}
 
 consumer open-account 1 1000
 consumer open-account 2 500
