@@ -10,7 +10,9 @@
 //! * one iteration of the 4 workers x 50 messages parallel scenario (median
 //!   and p99), and the database's reference consumer where it has one;
 //! * peak memory of the `run` binary on the input and on one five times
-//!   larger: it streams, so the two should be about equal.
+//!   larger: it streams, so the two should be about equal;
+//! * the outbox relay writing JSON lines, against a plain send loop
+//!   (`tests/support/relay_rates.rs`).
 //!
 //! Sizes: `BENCH_DELIVERIES` (default 200000), `BENCH_ITERATIONS` (default
 //! 500). What only makes sense on this project's database (its settings,
@@ -34,12 +36,15 @@ use indicatif::ProgressBar;
 use {{crate_name}}::handlers::Debit;
 use {{crate_name}}::inbox::{Delivery, Inbox, Outcome, Policy, StorageError};
 use {{crate_name}}::pipeline::{self, Options, Summary};
+use {{crate_name}}::relay::lines::LinesSink;
 use {{crate_name}}::source::lines::{LinesSource, Rejects};
 use {{crate_name}}::store::Store;
 use support::database::Fixture;
 use support::database::bench::{self, Reference};
+use support::figures::{median, thousands};
 use support::harness::{Prng, RealInbox, env_number, play_parallel};
 use support::raw::Raw;
+use support::relay_rates::{outbox_of, plain_send_rate, relay_rate};
 use support::subjects::DebitSubject;
 
 const ACCOUNTS: i64 = 1_000;
@@ -69,6 +74,7 @@ fn main() {
     let reference = bench::reference(iterations, folder.path());
     scenario_table(iterations, reference.as_ref());
     memory_table(folder.path(), &input, deliveries);
+    relay_table(env_number("BENCH_RELAY_ROWS", 20_000) as usize);
 }
 
 /// Writes `count` deliveries, a share of them redeliveries of an earlier
@@ -306,20 +312,30 @@ fn peak_rss_kib(input: &Path) -> i64 {
     usage.ru_maxrss
 }
 
-fn median(mut values: Vec<f64>) -> f64 {
-    values.sort_by(f64::total_cmp);
-    values[values.len() / 2]
-}
-
-fn thousands(rate: f64) -> String {
-    let whole = rate.round() as u64;
-    let text = whole.to_string();
-    let mut out = String::new();
-    for (index, digit) in text.chars().enumerate() {
-        if index > 0 && (text.len() - index).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(digit);
-    }
-    out
+fn relay_table(rows: usize) {
+    println!(
+        "\n## Relay: {rows} outbox rows written as JSON lines (to nowhere); median of {REPEATS} runs\n"
+    );
+    println!("| sender | rows/s | vs plain send loop |");
+    println!("|---|---|---|");
+    let sink = || LinesSink::new(Box::new(std::io::sink()));
+    let plain = median(
+        (0..REPEATS)
+            .map(|run| plain_send_rate(&outbox_of(rows, &format!("plain{run}")), rows, &mut sink()))
+            .collect(),
+    );
+    let relayed = median(
+        (0..REPEATS)
+            .map(|run| relay_rate(&outbox_of(rows, &format!("relay{run}")), rows, &mut sink()))
+            .collect(),
+    );
+    println!(
+        "| plain send loop (read once, send, mark nothing) | {} | 1.00x |",
+        thousands(plain)
+    );
+    println!(
+        "| relay (batches of 100, marked sent after each send) | {} | {:.2}x |",
+        thousands(relayed),
+        relayed / plain
+    );
 }

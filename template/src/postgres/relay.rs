@@ -78,31 +78,45 @@ impl Queue for PgQueue {
         if !self.taking {
             self.client.batch_execute("BEGIN")?;
         }
+        // Every confirmed send is marked in one statement: a round trip per
+        // row made marking cost a hundred times the send itself.
+        let (event_ids, channels): (Vec<&str>, Vec<&str>) = sent
+            .iter()
+            .filter(|(_, result)| matches!(result, Sent::Confirmed | Sent::AlreadyThere))
+            .map(|(outgoing, _)| {
+                let row = &outgoing.notification;
+                (row.event_id.as_str(), row.channel.as_str())
+            })
+            .unzip();
+        if !event_ids.is_empty() {
+            self.client.execute(
+                "UPDATE notifications SET sent_at = $1
+                 FROM unnest($2::text[], $3::text[]) AS confirmed (event_id, channel)
+                 WHERE notifications.event_id = confirmed.event_id
+                   AND notifications.channel = confirmed.channel",
+                &[&now, &event_ids, &channels],
+            )?;
+        }
         for (outgoing, result) in sent {
-            let row = &outgoing.notification;
-            match result {
-                Sent::Confirmed | Sent::AlreadyThere => self.client.execute(
-                    "UPDATE notifications SET sent_at = $1 WHERE event_id = $2 AND channel = $3",
-                    &[&now, &row.event_id, &row.channel],
-                )?,
-                Sent::Failed(error) => {
-                    let failures = outgoing.failures + 1;
-                    let parked_at = policy.parks(failures).then_some(now);
-                    self.client.execute(
-                        "UPDATE notifications SET failures = $1, last_error = $2, retry_at = $3,
-                                parked_at = $4
-                         WHERE event_id = $5 AND channel = $6",
-                        &[
-                            &i32::try_from(failures).unwrap_or(i32::MAX),
-                            error,
-                            &policy.retry_at(now, failures),
-                            &parked_at,
-                            &row.event_id,
-                            &row.channel,
-                        ],
-                    )?
-                }
+            let Sent::Failed(error) = result else {
+                continue;
             };
+            let row = &outgoing.notification;
+            let failures = outgoing.failures + 1;
+            let parked_at = policy.parks(failures).then_some(now);
+            self.client.execute(
+                "UPDATE notifications SET failures = $1, last_error = $2, retry_at = $3,
+                        parked_at = $4
+                 WHERE event_id = $5 AND channel = $6",
+                &[
+                    &i32::try_from(failures).unwrap_or(i32::MAX),
+                    error,
+                    &policy.retry_at(now, failures),
+                    &parked_at,
+                    &row.event_id,
+                    &row.channel,
+                ],
+            )?;
         }
         self.client.batch_execute("COMMIT")?;
         self.taking = false;

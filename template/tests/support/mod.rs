@@ -12,12 +12,14 @@
 #![allow(dead_code, unused_imports)]
 
 pub mod broken;
+pub mod figures;
 pub mod harness;
 pub mod kill;
 {%- if broker == "nats" %}
 pub mod nats;
 {%- endif %}
 pub mod raw;
+pub mod relay_rates;
 pub mod subjects;
 {% if database == "postgres" %}
 #[path = "postgres/mod.rs"]

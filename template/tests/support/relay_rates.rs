@@ -1,0 +1,77 @@
+//! The relay against a plain send loop, for the benchmarks. Both send the
+//! same number of outbox rows to the same kind of sink in the same run; the
+//! plain loop reads every row once and sends it, nothing more, while the
+//! relay takes rows in batches, sends each and marks it sent after its
+//! send was confirmed. The ratio between the two is what at-least-once
+//! bookkeeping costs.
+
+use std::time::Instant;
+
+use {{crate_name}}::handlers::{CHANNELS, Notification, Outbox};
+use {{crate_name}}::relay::{Outgoing, RelayPolicy, Sent, Sink, Until, idempotency_key, relay};
+use {{crate_name}}::stop::Stop;
+use {{crate_name}}::store::Store;
+
+use super::database::Fixture;
+
+/// Rows `relay send` takes per batch by default.
+const RELAY_BATCH: usize = 100;
+
+/// A fresh database whose outbox holds `rows` notifications; `tag` makes
+/// their keys differ from any earlier run's (a broker's dedup window would
+/// otherwise answer for the receiver).
+pub fn outbox_of(rows: usize, tag: &str) -> Fixture {
+    let fixture = Fixture::new();
+    fixture.with_tables(|tables| {
+        (0..rows).try_for_each(|row| {
+            tables.queue_notification(&Notification {
+                event_id: format!("{tag}-{row:08}"),
+                channel: CHANNELS[row % CHANNELS.len()].to_owned(),
+                account: 1 + row as i64 % 1_000,
+                body: format!("payment {row} captured"),
+            })
+        })
+    });
+    fixture
+}
+
+/// Rows per second the relay sends from `fixture`'s outbox into `sink`,
+/// marking each sent, until none is left.
+pub fn relay_rate(fixture: &Fixture, rows: usize, sink: &mut dyn Sink) -> f64 {
+    let mut queue = fixture.database().relay_queue().expect("relay queue");
+    let started = Instant::now();
+    let counts = relay(
+        &mut queue,
+        sink,
+        RELAY_BATCH,
+        RelayPolicy::default(),
+        Until::Done,
+        &Stop::default(),
+        false,
+    )
+    .expect("relay");
+    let seconds = started.elapsed().as_secs_f64();
+    assert_eq!(counts.sent, rows as u64, "the relay sent every row once");
+    rows as f64 / seconds
+}
+
+/// Rows per second a loop sends that reads `fixture`'s outbox once and
+/// sends each row into `sink`, marking nothing.
+pub fn plain_send_rate(fixture: &Fixture, rows: usize, sink: &mut dyn Sink) -> f64 {
+    let started = Instant::now();
+    let notifications = fixture.with_tables(|tables| tables.notifications());
+    let mut confirmed = 0;
+    for notification in notifications {
+        let outgoing = Outgoing {
+            key: idempotency_key(&notification),
+            notification,
+            failures: 0,
+        };
+        if matches!(sink.send(&outgoing), Sent::Confirmed | Sent::AlreadyThere) {
+            confirmed += 1;
+        }
+    }
+    let seconds = started.elapsed().as_secs_f64();
+    assert_eq!(confirmed, rows, "the plain loop sent every row once");
+    rows as f64 / seconds
+}
