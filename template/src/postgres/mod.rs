@@ -38,7 +38,12 @@ use crate::store::{Purged, Store};
 /// Log directives that cap the database driver, whatever `RUST_LOG` says:
 /// its debug and trace output carries every query parameter (message ids,
 /// payloads), which must not reach the logs.
-pub const QUIET_LOGS: [&str; 2] = ["tokio_postgres=info", "postgres=info"];
+///
+/// A directive's target matches every target that *starts with* it, so
+/// `postgres=info` would also cap this crate whenever its name starts with
+/// "postgres" (`postgres-consumer`): the `postgres` crate is named by the
+/// one module it logs from.
+pub const QUIET_LOGS: [&str; 2] = ["tokio_postgres=info", "postgres::config=info"];
 
 /// Every table: the inbox's and the handlers'.
 const SCHEMA: &str = include_str!("schema.sql");
@@ -205,5 +210,31 @@ impl Store for Database {
         progress: &mut dyn FnMut(u64),
     ) -> Result<Purged, StorageError> {
         retention::purge(&mut self.connect()?, older_than, batch_rows, progress)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use tracing::Level;
+    use tracing_subscriber::EnvFilter;
+
+    use super::QUIET_LOGS;
+
+    #[test]
+    fn the_driver_is_capped_and_this_crate_is_not() {
+        let mut filter = EnvFilter::new("trace");
+        for quiet in QUIET_LOGS {
+            filter = filter.add_directive(quiet.parse().expect("a valid directive"));
+        }
+        let subscriber = tracing_subscriber::fmt().with_env_filter(filter).finish();
+        tracing::subscriber::with_default(subscriber, || {
+            assert!(
+                tracing::enabled!(Level::TRACE),
+                "{} is capped",
+                module_path!()
+            );
+            assert!(!tracing::enabled!(target: "tokio_postgres::query", Level::DEBUG));
+            assert!(!tracing::enabled!(target: "postgres::config", Level::DEBUG));
+        });
     }
 }
