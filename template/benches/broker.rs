@@ -46,7 +46,7 @@ use support::database::Fixture;
 use support::figures::{median, thousands};
 use support::harness::{Prng, env_number};
 use support::nats::{Backlog, Broker, nats_url};
-use support::relay_rates::{outbox_of, plain_send_rate, relay_rate};
+use support::relay_rates::relay_table;
 
 const ACCOUNTS: i64 = 1_000;
 const DUPLICATE_SHARE: u64 = 30;
@@ -102,39 +102,16 @@ fn main() {
             );
         }
     }
-    relay_table(&broker, env_number("BENCH_RELAY_ROWS", 5_000) as usize);
-}
-
-fn relay_table(broker: &Broker, rows: usize) {
-    println!(
-        "\n## Relay: {rows} outbox rows published to JetStream, each confirmed; median of {REPEATS} runs\n"
-    );
-    println!("| sender | rows/s | vs plain send loop |");
-    println!("|---|---|---|");
-    let options = broker.relay_options();
-    let sink = || {
-        broker
-            .block_on(NatsSink::connect(&options))
-            .expect("connect")
-    };
-    let plain = median(
-        (0..REPEATS)
-            .map(|run| plain_send_rate(&outbox_of(rows, &format!("plain{run}")), rows, &mut sink()))
-            .collect(),
-    );
-    let relayed = median(
-        (0..REPEATS)
-            .map(|run| relay_rate(&outbox_of(rows, &format!("relay{run}")), rows, &mut sink()))
-            .collect(),
-    );
-    println!(
-        "| plain send loop (read once, publish, mark nothing) | {} | 1.00x |",
-        thousands(plain)
-    );
-    println!(
-        "| relay (batches of 100, marked sent after each confirmed publish) | {} | {:.2}x |",
-        thousands(relayed),
-        relayed / plain
+    let relay_options = broker.relay_options();
+    relay_table(
+        "published to JetStream, each confirmed",
+        env_number("BENCH_RELAY_ROWS", 5_000) as usize,
+        REPEATS,
+        || {
+            broker
+                .block_on(NatsSink::connect(&relay_options))
+                .expect("connect")
+        },
     );
 }
 

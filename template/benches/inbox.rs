@@ -44,7 +44,7 @@ use support::database::bench::{self, Reference};
 use support::figures::{median, thousands};
 use support::harness::{Prng, RealInbox, env_number, play_parallel};
 use support::raw::Raw;
-use support::relay_rates::{outbox_of, plain_send_rate, relay_rate};
+use support::relay_rates::relay_table;
 use support::subjects::DebitSubject;
 
 const ACCOUNTS: i64 = 1_000;
@@ -74,7 +74,12 @@ fn main() {
     let reference = bench::reference(iterations, folder.path());
     scenario_table(iterations, reference.as_ref());
     memory_table(folder.path(), &input, deliveries);
-    relay_table(env_number("BENCH_RELAY_ROWS", 20_000) as usize);
+    relay_table(
+        "written as JSON lines (to nowhere)",
+        env_number("BENCH_RELAY_ROWS", 20_000) as usize,
+        REPEATS,
+        || LinesSink::new(Box::new(std::io::sink())),
+    );
 }
 
 /// Writes `count` deliveries, a share of them redeliveries of an earlier
@@ -310,32 +315,4 @@ fn peak_rss_kib(input: &Path) -> i64 {
     let waited = unsafe { libc::wait4(child.id() as libc::pid_t, &mut status, 0, &mut usage) };
     assert!(waited > 0, "wait4 failed");
     usage.ru_maxrss
-}
-
-fn relay_table(rows: usize) {
-    println!(
-        "\n## Relay: {rows} outbox rows written as JSON lines (to nowhere); median of {REPEATS} runs\n"
-    );
-    println!("| sender | rows/s | vs plain send loop |");
-    println!("|---|---|---|");
-    let sink = || LinesSink::new(Box::new(std::io::sink()));
-    let plain = median(
-        (0..REPEATS)
-            .map(|run| plain_send_rate(&outbox_of(rows, &format!("plain{run}")), rows, &mut sink()))
-            .collect(),
-    );
-    let relayed = median(
-        (0..REPEATS)
-            .map(|run| relay_rate(&outbox_of(rows, &format!("relay{run}")), rows, &mut sink()))
-            .collect(),
-    );
-    println!(
-        "| plain send loop (read once, send, mark nothing) | {} | 1.00x |",
-        thousands(plain)
-    );
-    println!(
-        "| relay (batches of 100, marked sent after each send) | {} | {:.2}x |",
-        thousands(relayed),
-        relayed / plain
-    );
 }

@@ -1,4 +1,4 @@
-//! The relay against a plain send loop, for the benchmarks. Both send the
+//! The relay against a plain send loop, for the benchmarks' relay table. Both send the
 //! same number of outbox rows to the same kind of sink in the same run; the
 //! plain loop reads every row once and sends it, nothing more, while the
 //! relay takes rows in batches, sends each and marks it sent after its
@@ -13,14 +13,43 @@ use {{crate_name}}::stop::Stop;
 use {{crate_name}}::store::Store;
 
 use super::database::Fixture;
+use super::figures::{median, thousands};
 
 /// Rows `relay send` takes per batch by default.
 const RELAY_BATCH: usize = 100;
 
+/// Prints the table: `rows` outbox rows sent by the plain loop and by the
+/// relay into sinks that `sink` makes; `what` says where they go. Each
+/// figure is the median of `repeats` runs on fresh outboxes.
+pub fn relay_table<S: Sink>(what: &str, rows: usize, repeats: usize, sink: impl Fn() -> S) {
+    println!("\n## Relay: {rows} outbox rows {what}; median of {repeats} runs\n");
+    println!("| sender | rows/s | vs plain send loop |");
+    println!("|---|---|---|");
+    let plain = median(
+        (0..repeats)
+            .map(|run| plain_send_rate(&outbox_of(rows, &format!("plain{run}")), rows, &mut sink()))
+            .collect(),
+    );
+    let relayed = median(
+        (0..repeats)
+            .map(|run| relay_rate(&outbox_of(rows, &format!("relay{run}")), rows, &mut sink()))
+            .collect(),
+    );
+    println!(
+        "| plain send loop (read once, send, mark nothing) | {} | 1.00x |",
+        thousands(plain)
+    );
+    println!(
+        "| relay (batches of {RELAY_BATCH}, each marked sent after its send) | {} | {:.2}x |",
+        thousands(relayed),
+        relayed / plain
+    );
+}
+
 /// A fresh database whose outbox holds `rows` notifications; `tag` makes
 /// their keys differ from any earlier run's (a broker's dedup window would
 /// otherwise answer for the receiver).
-pub fn outbox_of(rows: usize, tag: &str) -> Fixture {
+fn outbox_of(rows: usize, tag: &str) -> Fixture {
     let fixture = Fixture::new();
     fixture.with_tables(|tables| {
         (0..rows).try_for_each(|row| {
@@ -37,7 +66,7 @@ pub fn outbox_of(rows: usize, tag: &str) -> Fixture {
 
 /// Rows per second the relay sends from `fixture`'s outbox into `sink`,
 /// marking each sent, until none is left.
-pub fn relay_rate(fixture: &Fixture, rows: usize, sink: &mut dyn Sink) -> f64 {
+fn relay_rate(fixture: &Fixture, rows: usize, sink: &mut dyn Sink) -> f64 {
     let mut queue = fixture.database().relay_queue().expect("relay queue");
     let started = Instant::now();
     let counts = relay(
@@ -57,7 +86,7 @@ pub fn relay_rate(fixture: &Fixture, rows: usize, sink: &mut dyn Sink) -> f64 {
 
 /// Rows per second a loop sends that reads `fixture`'s outbox once and
 /// sends each row into `sink`, marking nothing.
-pub fn plain_send_rate(fixture: &Fixture, rows: usize, sink: &mut dyn Sink) -> f64 {
+fn plain_send_rate(fixture: &Fixture, rows: usize, sink: &mut dyn Sink) -> f64 {
     let started = Instant::now();
     let notifications = fixture.with_tables(|tables| tables.notifications());
     let mut confirmed = 0;
