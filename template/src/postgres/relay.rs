@@ -78,8 +78,8 @@ impl Queue for PgQueue {
         if !self.taking {
             self.client.batch_execute("BEGIN")?;
         }
-        // Every confirmed send is marked in one statement: a round trip per
-        // row made marking cost a hundred times the send itself.
+        // Every confirmed send is marked in one statement: one per row made
+        // the relay five times slower (BENCHMARKS.md, "The relay").
         let (event_ids, channels): (Vec<&str>, Vec<&str>) = sent
             .iter()
             .filter(|(_, result)| matches!(result, Sent::Confirmed | Sent::AlreadyThere))
