@@ -146,11 +146,7 @@ fn pull_and_acknowledge(broker: &Broker, durable: &str, workers: usize) -> f64 {
             .get_stream(&broker.stream)
             .await
             .expect("stream")
-            .create_consumer(consumer_config(
-                durable,
-                ACK_WAIT,
-                Policy::default().max_attempts,
-            ))
+            .create_consumer(consumer_config(durable, ACK_WAIT))
             .await
             .expect("consumer")
     });
@@ -196,11 +192,7 @@ fn consume(broker: &Broker, durable: &str, options: Options) -> f64 {
         .expect("accounts");
     let policy = Policy::default();
     let (source, settled) = broker
-        .block_on(
-            broker
-                .options(durable, ACK_WAIT)
-                .connect(policy.max_attempts),
-        )
+        .block_on(broker.options(durable, ACK_WAIT).connect())
         .expect("connect");
     let stop = Arc::new(Stop::default());
     let started = Instant::now();

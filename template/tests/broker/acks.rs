@@ -97,7 +97,6 @@ fn lost_acknowledgements_bring_committed_messages_back_as_duplicates() {
     let policy = Policy::default();
     let seen = consume_until_drained(
         &broker,
-        policy,
         handlers(),
         real_inbox(&fixture, policy),
         Duration::from_secs(1),
@@ -159,7 +158,6 @@ fn a_storage_error_acknowledges_nothing_and_the_broker_redelivers() {
     let left = Arc::new(Mutex::new(3));
     let seen = consume_until_drained(
         &broker,
-        policy,
         handlers(),
         move || {
             Ok(FailsFirstBatches {
@@ -226,7 +224,6 @@ fn a_handler_slower_than_the_ack_wait_keeps_its_message_with_progress() {
     let policy = Policy::default();
     let seen = consume_until_drained(
         &broker,
-        policy,
         vec![Arc::new(slow)],
         real_inbox(&fixture, policy),
         ack_wait,

@@ -40,7 +40,6 @@ fn events_published_twice_with_failing_first_attempts_apply_once() {
     let policy = Policy::default();
     let seen = consume_until_drained(
         &broker,
-        policy,
         handlers,
         real_inbox(&fixture, policy),
         Duration::from_secs(10),

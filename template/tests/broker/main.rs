@@ -52,7 +52,6 @@ struct Seen {
 /// what it saw.
 fn consume_until_drained<I, F>(
     broker: &Broker,
-    policy: Policy,
     handlers: Vec<Arc<dyn Handler>>,
     open: F,
     ack_wait: Duration,
@@ -65,7 +64,7 @@ where
     let durable = "consumer";
     let nats = broker.options(durable, ack_wait);
     let (source, settled) = broker
-        .block_on(nats.connect(policy.max_attempts))
+        .block_on(nats.connect())
         .expect("connect to the stream");
     let counts = source.counts();
     let stop = Arc::new(Stop::default());

@@ -45,7 +45,6 @@ fn a_message_that_always_fails_is_dead_lettered_and_terminated() {
     let policy = Policy { max_attempts: 2 };
     let seen = consume_until_drained(
         &broker,
-        policy,
         vec![Arc::new(Debit) as Arc<dyn Handler>],
         real_inbox(&fixture, policy),
         Duration::from_secs(2),
@@ -104,7 +103,6 @@ fn a_message_the_consumer_keeps_dying_on_is_parked_by_its_delivery_count() {
     let database = fixture.database();
     let seen = consume_until_drained(
         &broker,
-        policy,
         vec![Arc::new(Debit) as Arc<dyn Handler>],
         move || {
             Ok(DiesOn {
