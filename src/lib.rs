@@ -1,6 +1,7 @@
 //! Generating a consumer from the template in this repository.
 
 use std::collections::BTreeSet;
+use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, bail};
@@ -49,7 +50,23 @@ pub fn generate(
         ..GenerateArgs::default()
     };
     let before = entries(destination)?;
-    cargo_generate(args)
+    let project = std::fs::canonicalize(destination)
+        .unwrap_or_else(|_| destination.to_path_buf())
+        .join(name);
+    // cargo-generate reports on stderr, with every path shortened to its
+    // first letters (`/tmp/nc/x` reads `t/nc/x`): its report is captured
+    // and passed on with the real path. When stderr cannot be redirected
+    // (another redirect is active), the report goes out as it is.
+    let capture = gag::BufferRedirect::stderr().ok();
+    let generated = cargo_generate(args);
+    if let Some(mut capture) = capture {
+        let mut report = String::new();
+        let _ = capture.read_to_string(&mut report);
+        drop(capture);
+        let project = generated.as_deref().unwrap_or(&project);
+        eprint!("{}", with_real_path(&report, project));
+    }
+    generated
         .with_context(|| format!("could not generate {name}"))
         .inspect_err(|_| {
             // cargo-generate creates the project folder before it validates
@@ -60,6 +77,31 @@ pub fn generate(
                 }
             }
         })
+}
+
+/// Where cargo-generate's report names the project's folder, `project`
+/// instead of its shortened form.
+pub fn with_real_path(report: &str, project: &Path) -> String {
+    const PATH_FOLLOWS: [&str; 3] = [
+        "Destination: ",
+        "Moving generated files into: ",
+        "New project created ",
+    ];
+    let mut fixed = String::with_capacity(report.len());
+    for line in report.lines() {
+        match PATH_FOLLOWS
+            .iter()
+            .find_map(|label| line.find(label).map(|at| at + label.len()))
+        {
+            Some(end) => {
+                fixed.push_str(&line[..end]);
+                fixed.push_str(&project.display().to_string());
+            }
+            None => fixed.push_str(line),
+        }
+        fixed.push('\n');
+    }
+    fixed
 }
 
 fn entries(folder: &Path) -> anyhow::Result<BTreeSet<PathBuf>> {

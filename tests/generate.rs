@@ -210,3 +210,35 @@ fn a_missing_destination_is_a_clear_error() {
         "unexpected error: {stderr}"
     );
 }
+
+/// What the generator prints names the project's real folder, relative
+/// destinations included (cargo-generate itself shortens every path to
+/// its first letters: `/tmp/nc/x` became `t/nc/x`).
+#[test]
+fn the_generators_messages_name_the_real_destination() {
+    let dir = tempfile::tempdir().unwrap();
+    let inside = dir.path().join("kit");
+    fs::create_dir(&inside).unwrap();
+    let output = kit()
+        .current_dir(&inside)
+        .args(["new", "path-consumer", "--destination", ".."])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    let real = fs::canonicalize(dir.path()).unwrap().join("path-consumer");
+    let real = real.display().to_string();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(stdout.trim(), real, "stdout is the project's path");
+    let mentions: Vec<&str> = stderr
+        .lines()
+        .filter(|line| line.contains("path-consumer") && !line.contains("project-name"))
+        .collect();
+    assert!(
+        mentions.len() >= 2,
+        "the destination and the result are reported: {stderr}"
+    );
+    for line in mentions {
+        assert!(line.ends_with(&real), "{line:?} does not name {real}");
+    }
+}

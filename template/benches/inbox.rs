@@ -190,7 +190,7 @@ fn throughput_table(input: &Path, deliveries: usize, raw: f64) {
                     let fixture = fresh_fixture();
                     let database = (configuration.open)(&fixture);
                     let (summary, took) =
-                        run_pipeline(input, options, move || database.inbox(Policy::default()));
+                        run_pipeline(input, options.clone(), move || database.inbox(Policy::default()));
                     assert_eq!(summary.failed + summary.rejected, 0, "{summary}");
                     inbox_rates.push(deliveries as f64 / took.as_secs_f64());
 
@@ -199,7 +199,7 @@ fn throughput_table(input: &Path, deliveries: usize, raw: f64) {
                     let bare = Arc::new(fresh_fixture());
                     let shared = bare.clone();
                     let (_, took) =
-                        run_pipeline(input, options, move || Ok(BareUpdate(shared.raw())));
+                        run_pipeline(input, options.clone(), move || Ok(BareUpdate(shared.raw())));
                     bare_rates.push(deliveries as f64 / took.as_secs_f64());
                 }
                 let (inbox_rate, bare_rate) = (median(inbox_rates), median(bare_rates));

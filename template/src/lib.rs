@@ -12,7 +12,8 @@
 //! * [`pipeline`]: fanning deliveries out to workers, settling after commit;
 //! * [`relay`]: sending the outbox's notifications, at least once, with keys
 //!   their receivers can dedupe;
-//! * [`retention`]: purging old inbox rows without letting late duplicates through.
+//! * [`retention`]: purging old inbox rows without letting late duplicates through;
+//! * [`progress`] and [`stop`]: following a run from outside, and ending it.
 
 pub mod defaults;
 pub mod envelope;
@@ -22,6 +23,7 @@ pub mod handlers;
 pub mod inbox;
 pub mod message;
 pub mod pipeline;
+pub mod progress;
 pub mod relay;
 pub mod retention;
 pub mod source;

@@ -9,6 +9,7 @@ mod accounts;
 {%- endif %}
 mod broker;
 mod dead_letters;
+mod progress;
 mod purge;
 mod relay;
 mod run;

@@ -14,6 +14,7 @@ use {{crate_name}}::stop::{self, Stop};
 use {{crate_name}}::store::Store;
 
 use super::broker::SinkOptions;
+use super::progress::ProgressArgs;
 
 /// The outbox's relay.
 #[derive(Subcommand)]
@@ -55,10 +56,8 @@ pub struct SendArgs {
     /// Stop once every notification is sent or parked.
     #[arg(long)]
     until_done: bool,
-    /// Print a line on stderr after each batch is sent and before it is
-    /// marked (for scripts and tests that follow a run).
-    #[arg(long)]
-    progress_lines: bool,
+    #[command(flatten)]
+    progress: ProgressArgs,
 }
 
 pub fn execute(command: RelayCommand, database: &DatabaseOptions) -> anyhow::Result<ExitCode> {
@@ -106,7 +105,7 @@ fn send(args: SendArgs, database: Database) -> anyhow::Result<ExitCode> {
             policy,
             until,
             &stop,
-            args.progress_lines,
+            &args.progress.progress(),
         )
     }))??;
     println!("{counts}");

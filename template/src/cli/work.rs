@@ -13,6 +13,8 @@ use {{crate_name}}::handlers;
 use {{crate_name}}::inbox::Policy;
 use {{crate_name}}::pipeline::{self, Options};
 
+use super::progress::ProgressArgs;
+
 /// How deliveries are worked through.
 #[derive(Args)]
 pub struct WorkArgs {
@@ -32,10 +34,8 @@ pub struct WorkArgs {
     /// Only run these consumers (repeatable); default: all.
     #[arg(long = "consumer", value_name = "NAME")]
     consumers: Vec<String>,
-    /// Print `progress: committed a batch deliveries=N` on stderr after every
-    /// committed batch (for scripts and tests that follow a run).
-    #[arg(long)]
-    progress_lines: bool,
+    #[command(flatten)]
+    progress: ProgressArgs,
 }
 
 impl WorkArgs {
@@ -59,7 +59,7 @@ impl WorkArgs {
             workers: usize::from(self.workers),
             batch_size: usize::from(self.batch_size),
             batch_wait: Duration::from_millis(u64::from(self.batch_wait_ms)),
-            progress_lines: self.progress_lines,
+            progress: self.progress.progress(),
         }
     }
 }

@@ -34,6 +34,7 @@ use crossbeam_channel::{Receiver, Sender};
 
 use crate::handler::Handler;
 use crate::inbox::{Delivery, Inbox, Outcome, StorageError};
+use crate::progress::Progress;
 use crate::source::{Incoming, Source, Stop, Verdict};
 
 /// Messages per transaction unless told otherwise. Best of three runs of the
@@ -50,7 +51,7 @@ pub const DEFAULT_BATCH_WAIT_MS: u16 = 5;
 pub const PROGRESS_LINE: &str = "progress: committed a batch";
 
 /// How a run is spread over workers and transactions.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub struct Options {
     /// Worker threads, each with its own database connection.
     pub workers: usize,
@@ -59,10 +60,10 @@ pub struct Options {
     /// How long a worker waits for a batch to fill before committing what it
     /// has.
     pub batch_wait: Duration,
-    /// Print a line on stderr after every committed batch, for scripts and
-    /// tests that follow a run's progress (the crash tests kill a consumer
-    /// at such points).
-    pub progress_lines: bool,
+    /// Where a line goes after every committed batch, for scripts and
+    /// tests that follow a run (the crash tests kill a consumer at such
+    /// points): [`PROGRESS_LINE`] on stderr, or nowhere.
+    pub progress: Progress,
 }
 
 impl Default for Options {
@@ -71,7 +72,7 @@ impl Default for Options {
             workers: usize::from(crate::defaults::WORKERS),
             batch_size: usize::from(DEFAULT_BATCH_SIZE),
             batch_wait: Duration::from_millis(u64::from(DEFAULT_BATCH_WAIT_MS)),
-            progress_lines: false,
+            progress: Progress::default(),
         }
     }
 }
@@ -129,10 +130,11 @@ where
         .into_iter()
         .map(|queue| {
             let (open_inbox, handlers) = (open_inbox.clone(), handlers.clone());
+            let options = options.clone();
             tokio::task::spawn_blocking(move || -> anyhow::Result<Summary> {
                 let inbox =
                     open_inbox().context("could not open a worker's database connection")?;
-                Ok(work(inbox, &queue, &handlers, options))
+                Ok(work(inbox, &queue, &handlers, &options))
             })
         })
         .collect();
@@ -182,7 +184,7 @@ fn work<I: Inbox>(
     mut inbox: I,
     chunks: &Receiver<Vec<Incoming>>,
     handlers: &[Arc<dyn Handler>],
-    options: Options,
+    options: &Options,
 ) -> Summary {
     let mut summary = Summary::default();
     let mut queued = VecDeque::new();
@@ -208,9 +210,9 @@ fn work<I: Inbox>(
         let verdicts: Vec<Verdict> = match inbox.deliver_batch(&deliveries) {
             Ok(outcomes) => {
                 outcomes.iter().for_each(|outcome| summary.count(outcome));
-                if options.progress_lines {
-                    eprintln!("{PROGRESS_LINE} deliveries={}", outcomes.len());
-                }
+                options
+                    .progress
+                    .report(format_args!("{PROGRESS_LINE} deliveries={}", outcomes.len()));
                 let mut outcomes = outcomes.into_iter();
                 fan_out
                     .iter()
@@ -252,7 +254,7 @@ fn next_batch(
     chunks: &Receiver<Vec<Incoming>>,
     queued: &mut VecDeque<Incoming>,
     batch: &mut Vec<Incoming>,
-    options: Options,
+    options: &Options,
 ) -> bool {
     let mut deadline = None;
     while batch.len() < options.batch_size {

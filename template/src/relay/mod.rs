@@ -32,6 +32,7 @@ use std::time::{Duration, Instant};
 
 use crate::handlers::Notification;
 use crate::inbox::StorageError;
+use crate::progress::Progress;
 use crate::stop::Stop;
 
 /// How each line of `relay send --progress-lines` starts: printed after a
@@ -173,7 +174,7 @@ pub fn relay_batch(
     sink: &mut dyn Sink,
     limit: usize,
     policy: RelayPolicy,
-    progress_lines: bool,
+    progress: &Progress,
 ) -> Result<RelayCounts, StorageError> {
     let taken = queue.take(limit)?;
     let mut counts = RelayCounts::default();
@@ -196,9 +197,10 @@ pub fn relay_batch(
     if results.is_empty() {
         return Ok(counts);
     }
-    if progress_lines {
-        eprintln!("{PROGRESS_LINE} notifications={}", results.len());
-    }
+    progress.report(format_args!(
+        "{PROGRESS_LINE} notifications={}",
+        results.len()
+    ));
     queue.settle(&results, policy)?;
     Ok(counts)
 }
@@ -222,13 +224,13 @@ pub fn relay(
     policy: RelayPolicy,
     until: Until,
     stop: &Stop,
-    progress_lines: bool,
+    progress: &Progress,
 ) -> Result<RelayCounts, StorageError> {
     let poll = Duration::from_millis(100);
     let mut total = RelayCounts::default();
     while !stop.is_raised() {
         let started = Instant::now();
-        let counts = relay_batch(queue, sink, limit, policy, progress_lines)?;
+        let counts = relay_batch(queue, sink, limit, policy, progress)?;
         total.sent += counts.sent;
         total.already_there += counts.already_there;
         total.failed += counts.failed;

@@ -5,6 +5,8 @@
 //!
 //! * `duplicates`: every event published twice, first attempts failing;
 //! * `acks`: lost acknowledgements, a storage error, a slow handler;
+//! * `settles`: every settle is confirmed by the server, checked through a
+//!   proxy that withholds some (and a source that never waits is caught);
 //! * `poison`: a message that always fails is dead-lettered and terminated;
 //! * `relay`: the outbox relayed to JetStream, a resend absorbed;
 //! * `processes`: `consume` killed mid-run and restarted, stopped by
@@ -28,13 +30,16 @@ use {{crate_name}}::source::{Source, Stop};
 use {{crate_name}}::store::Store;
 
 use support::database::Fixture;
-use support::nats::Broker;
+use support::nats::proxy::{SettleCounts, SettleProxy, Withhold, withhold_nothing};
+use support::nats::unconfirmed::FireAndForget;
+use support::nats::{Broker, nats_address};
 
 /// How long a test waits for a consumer to work through its stream before
 /// it gives up: a bound for a hung run, far above any real one.
 const PATIENCE: Duration = Duration::from_secs(120);
 
-/// What a consumer saw, as its source counted it.
+/// What a consumer saw, as its source counted it, and what the settle
+/// proxy between it and the server saw.
 #[derive(Debug)]
 struct Seen {
     report: Report,
@@ -42,31 +47,96 @@ struct Seen {
     redelivered: u64,
     /// Messages terminated at the broker.
     terminated: u64,
-    /// Acknowledgements the broker did not confirm.
+    /// Settles (acks, naks, terms) the source counts as confirmed.
+    confirmed: u64,
+    /// Settles the source counts as not confirmed by the server.
     unconfirmed: u64,
+    /// The settles, as the proxy saw them.
+    settles: SettleCounts,
+}
+
+impl Seen {
+    /// What is wrong with the source's settles, if anything: each must ask
+    /// the server to confirm it, and the source must count exactly the
+    /// ones the server got as confirmed.
+    fn settle_problems(&self) -> Vec<String> {
+        self.settles.problems(self.confirmed, self.unconfirmed)
+    }
+}
+
+/// The source a test consumes with.
+enum SourceKind {
+    /// The JetStream source, wrapped by the function (a test double that
+    /// loses acknowledgements, or nothing).
+    Real(Box<dyn FnOnce(Box<dyn Source>) -> Box<dyn Source>>),
+    /// The known-broken source whose acknowledgements are never confirmed.
+    FireAndForget,
 }
 
 /// Consumes `broker`'s stream in this process, with `handlers`, opening
 /// inboxes with `open`, through the source `wrap` makes of the JetStream
-/// one, until the durable consumer has nothing left; then stops and returns
-/// what it saw.
+/// one, until the durable consumer has nothing left; then stops, checks
+/// that every settle was confirmed by the server, and returns what it saw.
 fn consume_until_drained<I, F>(
     broker: &Broker,
     handlers: Vec<Arc<dyn Handler>>,
     open: F,
     ack_wait: Duration,
-    wrap: impl FnOnce(Box<dyn Source>) -> Box<dyn Source>,
+    wrap: impl FnOnce(Box<dyn Source>) -> Box<dyn Source> + 'static,
 ) -> Seen
 where
     I: Inbox + 'static,
     F: Fn() -> Result<I, StorageError> + Send + Sync + 'static,
 {
+    let seen = consume_through_proxy(
+        broker,
+        SourceKind::Real(Box::new(wrap)),
+        withhold_nothing,
+        handlers,
+        open,
+        ack_wait,
+    );
+    let problems = seen.settle_problems();
+    assert!(
+        problems.is_empty(),
+        "settles not confirmed by the server: {}",
+        problems.join("; ")
+    );
+    seen
+}
+
+/// Like [`consume_until_drained`], with any source, through a settle proxy
+/// that withholds the settles `withhold` picks; checks nothing.
+fn consume_through_proxy<I, F>(
+    broker: &Broker,
+    source: SourceKind,
+    withhold: Withhold,
+    handlers: Vec<Arc<dyn Handler>>,
+    open: F,
+    ack_wait: Duration,
+) -> Seen
+where
+    I: Inbox + 'static,
+    F: Fn() -> Result<I, StorageError> + Send + Sync + 'static,
+{
+    let proxy = SettleProxy::start(&nats_address(), withhold);
     let durable = "consumer";
-    let nats = broker.options(durable, ack_wait);
-    let (source, settled) = broker
-        .block_on(nats.connect())
-        .expect("connect to the stream");
-    let counts = source.counts();
+    let mut nats = broker.options(durable, ack_wait);
+    nats.nats_url = proxy.url.clone();
+    let (source, counts, settled) = broker.block_on(async {
+        match source {
+            SourceKind::Real(wrap) => {
+                let (source, settled) = nats.connect().await.expect("connect to the stream");
+                let counts = source.counts();
+                (wrap(Box::new(source)), counts, Some(settled))
+            }
+            SourceKind::FireAndForget => {
+                let source = FireAndForget::connect(&nats).await;
+                let counts = source.counts();
+                (Box::new(source) as Box<dyn Source>, counts, None)
+            }
+        }
+    });
     let stop = Arc::new(Stop::default());
     let options = Options {
         workers: 4,
@@ -74,7 +144,7 @@ where
         ..Options::default()
     };
     let run = broker.spawn(pipeline::run_until(
-        wrap(Box::new(source)),
+        source,
         handlers,
         open,
         options,
@@ -86,7 +156,9 @@ where
         .block_on(run)
         .expect("the pipeline task")
         .expect("the pipeline");
-    broker.block_on(settled.finish());
+    if let Some(settled) = settled {
+        broker.block_on(settled.finish());
+    }
     assert!(
         drained,
         "the consumer did not work through its stream in {PATIENCE:?}"
@@ -96,7 +168,9 @@ where
         report,
         redelivered: count(&counts.redelivered),
         terminated: count(&counts.terminated),
+        confirmed: count(&counts.acknowledged) + count(&counts.retried) + count(&counts.terminated),
         unconfirmed: count(&counts.unconfirmed),
+        settles: proxy.counts(),
     }
 }
 
@@ -117,3 +191,4 @@ mod relay;
 {%- if database == "postgres" %}
 mod scale_out;
 {%- endif %}
+mod settles;

@@ -10,8 +10,9 @@ use {{crate_name}}::pipeline::PROGRESS_LINE;
 use crate::PATIENCE;
 use crate::support::database::Fixture;
 use crate::support::harness::{Prng, RealInbox, assert_applied_once, fixture_for, inbox_rows};
-use crate::support::kill::{follow, kill_after_progress, send, signal_after_progress};
-use crate::support::nats::Broker;
+use crate::support::kill::{kill_at_progress, signal_at_progress, stop_and_collect};
+use crate::support::nats::proxy::{SettleProxy, withhold_nothing};
+use crate::support::nats::{Broker, nats_address, nats_url};
 use crate::support::subjects::{DebitSubject, NotifySubject, payments};
 
 const DURABLE: &str = "processes";
@@ -20,22 +21,32 @@ const ACK_WAIT: Duration = Duration::from_secs(2);
 /// `consume` on `fixture`'s database and `broker`'s stream, small batches,
 /// a progress line per commit.
 pub fn consume(fixture: &Fixture, broker: &Broker) -> Command {
+    consume_at(fixture, broker, &nats_url())
+}
+
+/// Like [`consume`], reaching the server at `nats_url` (a proxy's).
+fn consume_at(fixture: &Fixture, broker: &Broker, nats_url: &str) -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_{{project-name}}"));
     command
         .args(fixture.cli_args())
         .arg("consume")
-        .args(broker.cli_args(DURABLE, ACK_WAIT))
+        .args(broker.cli_args(nats_url, DURABLE, ACK_WAIT))
         .args(["--progress-lines", "--batch-size", "8"]);
     command
 }
 
-/// The `redelivered=N` a `consume` summary line reports.
-pub fn redelivered(summary: &str) -> u64 {
+/// The `name=N` field of a `consume` summary line.
+fn field(summary: &str, name: &str) -> u64 {
     summary
         .split_whitespace()
-        .find_map(|field| field.strip_prefix("redelivered="))
+        .find_map(|field| field.strip_prefix(name)?.strip_prefix('='))
         .and_then(|n| n.parse().ok())
-        .unwrap_or_else(|| panic!("no redelivered= in {summary:?}"))
+        .unwrap_or_else(|| panic!("no {name}= in {summary:?}"))
+}
+
+/// The `redelivered=N` a `consume` summary line reports.
+pub fn redelivered(summary: &str) -> u64 {
+    field(summary, "redelivered")
 }
 
 /// Runs `consume` until the stream is worked through, then stops it with
@@ -50,8 +61,7 @@ pub fn consume_to_the_end(fixture: &Fixture, broker: &Broker) -> String {
         broker.drained(DURABLE, PATIENCE),
         "consume did not finish the stream"
     );
-    send(&child, libc::SIGTERM);
-    let ended = follow(child, PROGRESS_LINE, u64::MAX, libc::SIGTERM);
+    let ended = stop_and_collect(child, PROGRESS_LINE, libc::SIGTERM);
     assert!(
         ended.status.success(),
         "consume ended with {}:\n{}",
@@ -75,15 +85,17 @@ fn consume_killed_mid_run_and_restarted_ends_once_only() {
     let mut random = Prng::from_env("BROKER_KILL_SEED");
     // 300 stream messages in batches of 8 make at least 38 commits: each
     // kill lands after one of the first ten of its run.
-    for kill in 1..=4 {
+    const KILLS: u64 = 4;
+    for kill in 1..=KILLS {
         let after = 1 + random.below(10);
-        let run = kill_after_progress(consume(&fixture, &broker), PROGRESS_LINE, after);
+        let run = kill_at_progress(consume(&fixture, &broker), PROGRESS_LINE, after);
         assert!(
             run.landed_mid_run,
-            "kill {kill} (after commit {after}) did not land mid-run:\n{}",
-            run.other_output
+            "kill {kill} (after commit {after}) did not land mid-run ({}):\n{}",
+            run.status, run.other_output
         );
     }
+    println!("kills landed mid-run: {KILLS} of {KILLS}");
     let summary = consume_to_the_end(&fixture, &broker);
     println!("after 4 kills: {summary}");
     assert!(
@@ -103,7 +115,11 @@ fn sigterm_finishes_and_acknowledges_what_was_taken_then_exits_0() {
     for message in &payments(200) {
         broker.publish(message, message.id.as_str());
     }
-    let run = signal_after_progress(consume(&fixture, &broker), PROGRESS_LINE, 2, libc::SIGTERM);
+    // Through a settle proxy: what the summary counts as acknowledged must
+    // be what the server received, each asking for a confirmation.
+    let proxy = SettleProxy::start(&nats_address(), withhold_nothing);
+    let command = consume_at(&fixture, &broker, &proxy.url);
+    let run = signal_at_progress(command, PROGRESS_LINE, 2, libc::SIGTERM);
     assert!(run.landed_mid_run, "{}", run.other_output);
     assert!(
         run.status.success(),
@@ -116,6 +132,15 @@ fn sigterm_finishes_and_acknowledges_what_was_taken_then_exits_0() {
         "no summary after SIGTERM: {:?}",
         run.stdout
     );
+    let summary = run.stdout.trim();
+    let confirmed = ["acknowledged", "retried", "terminated"]
+        .iter()
+        .map(|name| field(summary, name))
+        .sum();
+    let problems = proxy
+        .counts()
+        .problems(confirmed, field(summary, "unconfirmed"));
+    assert!(problems.is_empty(), "{}: {summary}", problems.join("; "));
     let backlog = broker.backlog(DURABLE);
     assert_eq!(
         backlog.unacknowledged, 0,

@@ -9,7 +9,7 @@ use {{crate_name}}::pipeline::PROGRESS_LINE;
 use crate::PATIENCE;
 use crate::processes::{consume, redelivered};
 use crate::support::harness::{Prng, RealInbox, assert_applied_once, fixture_for, inbox_rows};
-use crate::support::kill::{follow, kill_after_progress, send};
+use crate::support::kill::{hold_at_progress, stop_and_collect};
 use crate::support::nats::Broker;
 use crate::support::subjects::{DebitSubject, NotifySubject, payments};
 
@@ -24,6 +24,12 @@ fn three_processes_share_one_consumer_and_survive_a_kill() {
             broker.publish(message, &format!("{copy}-{}", message.id));
         }
     }
+    // The process to kill starts first and is held right after one of its
+    // first commits, before it acknowledges that batch: the survivors,
+    // started then, must get what it took back from the broker.
+    let after = 1 + Prng::from_env("SCALE_OUT_SEED").below(10);
+    let held = hold_at_progress(consume(&fixture, &broker), PROGRESS_LINE, after)
+        .unwrap_or_else(|ended| panic!("consume ended before commit {after}: {ended:?}"));
     let survivors: Vec<_> = (0..2)
         .map(|_| {
             consume(&fixture, &broker)
@@ -33,9 +39,9 @@ fn three_processes_share_one_consumer_and_survive_a_kill() {
                 .expect("start consume")
         })
         .collect();
-    let after = 1 + Prng::from_env("SCALE_OUT_SEED").below(10);
-    let killed = kill_after_progress(consume(&fixture, &broker), PROGRESS_LINE, after);
+    let killed = held.kill();
     assert!(killed.landed_mid_run, "{}", killed.other_output);
+    println!("kills landed mid-run: 1 of 1");
 
     assert!(
         broker.drained("processes", PATIENCE),
@@ -43,8 +49,7 @@ fn three_processes_share_one_consumer_and_survive_a_kill() {
     );
     let mut summaries = Vec::new();
     for child in survivors {
-        send(&child, libc::SIGTERM);
-        let ended = follow(child, PROGRESS_LINE, u64::MAX, libc::SIGTERM);
+        let ended = stop_and_collect(child, PROGRESS_LINE, libc::SIGTERM);
         assert!(ended.status.success(), "{}", ended.other_output);
         summaries.push(ended.stdout.trim().to_owned());
     }

@@ -9,7 +9,7 @@ use std::process::Command;
 use {{crate_name}}::relay::PROGRESS_LINE;
 
 use crate::support::harness::Prng;
-use crate::support::kill::kill_after_progress;
+use crate::support::kill::kill_at_progress;
 use crate::{key_of, keys_of, outbox_with, receive};
 
 #[test]
@@ -17,9 +17,9 @@ fn a_relay_killed_between_sending_and_marking_sends_again_and_the_receiver_appli
     let fixture = outbox_with(200);
     let folder = tempfile::tempdir().unwrap();
     let output = folder.path().join("sent.jsonl");
-    // `--until-done`: a run the kill misses (the relay got through first)
-    // ends by itself instead of waiting for more rows.
-    let relay = |extra: &[&str]| {
+    // `--until-done`: the last run, never killed, ends by itself once every
+    // row is sent instead of waiting for more.
+    let relay = || {
         let mut command = Command::new(env!("CARGO_BIN_EXE_{{project-name}}"));
         command
             .args(fixture.cli_args())
@@ -31,25 +31,25 @@ fn a_relay_killed_between_sending_and_marking_sends_again_and_the_receiver_appli
                 "5",
                 "--output",
             ])
-            .arg(&output)
-            .args(extra);
+            .arg(&output);
         command
     };
     let mut random = Prng::from_env("RELAY_KILL_SEED");
-    let mut kills_landed = 0;
-    for _ in 1..=5 {
+    const KILLS: u64 = 5;
+    for kill in 1..=KILLS {
         // 400 rows in batches of 5: each kill follows one of the first
-        // three batches of its run (sent; being marked, or the next one
-        // being sent).
+        // three batches of its run, held after sending it and before
+        // marking it.
         let after = 1 + random.below(3);
-        let run = kill_after_progress(relay(&["--progress-lines"]), PROGRESS_LINE, after);
-        if !run.landed_mid_run {
-            break;
-        }
-        kills_landed += 1;
+        let run = kill_at_progress(relay(), PROGRESS_LINE, after);
+        assert!(
+            run.landed_mid_run,
+            "kill {kill} (after batch {after}) did not land mid-run ({}):\n{}",
+            run.status, run.other_output
+        );
     }
-    assert!(kills_landed > 0, "no kill landed mid-run");
-    let finished = relay(&[]).output().unwrap();
+    println!("relay crash test: kills landed mid-run: {KILLS} of {KILLS}");
+    let finished = relay().output().unwrap();
     assert!(
         finished.status.success(),
         "{}",
@@ -76,7 +76,7 @@ fn a_relay_killed_between_sending_and_marking_sends_again_and_the_receiver_appli
     );
     assert_eq!(duplicates as usize, resends, "and caught every resend");
     println!(
-        "relay crash test: {kills_landed} kills, {} rows, {} lines sent, {resends} resends, {duplicates} duplicates absorbed by the receiver",
+        "relay crash test: {KILLS} kills, {} rows, {} lines sent, {resends} resends, {duplicates} duplicates absorbed by the receiver",
         distinct.len(),
         lines.len()
     );

@@ -5,6 +5,7 @@
 use std::collections::BTreeSet;
 use std::sync::Barrier;
 
+use {{crate_name}}::progress::Progress;
 use {{crate_name}}::relay::{Outgoing, RelayPolicy, Sent, Sink, Until, relay};
 use {{crate_name}}::stop::Stop;
 use {{crate_name}}::store::Store;
@@ -49,8 +50,8 @@ fn two_relays_at_once_never_send_a_row_twice() {
     let (mut one, mut two) = (meet(), meet());
     let (stop, policy) = (Stop::default(), RelayPolicy::default());
     let (a, b) = std::thread::scope(|scope| {
-        let a = scope.spawn(|| relay(&mut first, &mut one, 5, policy, Until::Done, &stop, false));
-        let b = scope.spawn(|| relay(&mut second, &mut two, 5, policy, Until::Done, &stop, false));
+        let a = scope.spawn(|| relay(&mut first, &mut one, 5, policy, Until::Done, &stop, &Progress::default()));
+        let b = scope.spawn(|| relay(&mut second, &mut two, 5, policy, Until::Done, &stop, &Progress::default()));
         (a.join().unwrap().unwrap(), b.join().unwrap().unwrap())
     });
     println!("relays sent {} and {}", a.sent, b.sent);

@@ -4,6 +4,7 @@
 use std::collections::BTreeSet;
 use std::time::Duration;
 
+use {{crate_name}}::progress::Progress;
 use {{crate_name}}::relay::{Outgoing, Queue, RelayPolicy, Sent, Sink, Until, relay, relay_batch};
 use {{crate_name}}::stop::Stop;
 use {{crate_name}}::store::Store;
@@ -23,7 +24,7 @@ fn every_notification_is_sent_once_with_its_key_and_marked_sent() {
         policy,
         Until::Done,
         &Stop::default(),
-        false,
+        &Progress::default(),
     )
     .unwrap();
     assert_eq!(counts.sent, 60, "30 payments x 2 channels");
@@ -31,7 +32,7 @@ fn every_notification_is_sent_once_with_its_key_and_marked_sent() {
     assert_eq!(keys.len(), 60, "none sent twice");
     assert_eq!(keys.into_iter().collect::<BTreeSet<_>>(), keys_of(&fixture));
     assert_eq!(queue.remaining().unwrap(), 0, "all marked sent");
-    let again = relay_batch(&mut queue, &mut sink, 100, policy, false).unwrap();
+    let again = relay_batch(&mut queue, &mut sink, 100, policy, &Progress::default()).unwrap();
     assert_eq!(again.sent, 0, "a row marked sent is not sent again");
 }
 
@@ -70,7 +71,7 @@ fn a_failing_send_is_retried_then_parked_not_deleted_and_can_be_requeued() {
         policy,
         Until::Done,
         &Stop::default(),
-        false,
+        &Progress::default(),
     )
     .unwrap();
     assert_eq!(
@@ -98,7 +99,7 @@ fn a_failing_send_is_retried_then_parked_not_deleted_and_can_be_requeued() {
         policy,
         Until::Done,
         &Stop::default(),
-        false,
+        &Progress::default(),
     )
     .unwrap();
     assert_eq!(counts.sent, 1);
@@ -133,7 +134,7 @@ fn purge_deletes_sent_notifications_past_the_window_and_keeps_unsent_and_parked_
         let mut queue = fixture.database().relay_queue().unwrap();
         // One batch: part of the outbox is sent, one row parked, the rest
         // still waits.
-        let counts = relay_batch(&mut queue, &mut sink, 9, policy, false).unwrap();
+        let counts = relay_batch(&mut queue, &mut sink, 9, policy, &Progress::default()).unwrap();
         assert_eq!((counts.sent, counts.parked), (8, 1));
     }
     let sent_keys: BTreeSet<String> = sent.lines().iter().map(|line| key_of(line)).collect();

@@ -12,6 +12,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use {{crate_name}}::inbox::StorageError;
+use {{crate_name}}::progress::Progress;
 use {{crate_name}}::relay::{Outgoing, Queue, RelayCounts, RelayPolicy, Sent, Sink, relay_batch};
 use {{crate_name}}::store::Store;
 
@@ -44,7 +45,7 @@ impl RelayUnderTest for Real {
         sink: &mut dyn Sink,
         policy: RelayPolicy,
     ) -> Result<RelayCounts, StorageError> {
-        relay_batch(queue, sink, BATCH, policy, false)
+        relay_batch(queue, sink, BATCH, policy, &Progress::default())
     }
 }
 
@@ -108,7 +109,7 @@ impl RelayUnderTest for KeyChangesOnResend {
         sink: &mut dyn Sink,
         policy: RelayPolicy,
     ) -> Result<RelayCounts, StorageError> {
-        relay_batch(queue, &mut FreshKeys(sink), BATCH, policy, false)
+        relay_batch(queue, &mut FreshKeys(sink), BATCH, policy, &Progress::default())
     }
 }
 

@@ -2,20 +2,27 @@
 //!
 //! A kill timed by a sleep lands wherever the machine's speed puts it: on
 //! a fast machine after the work is done, on a slow one before it started.
-//! Instead the process prints a line at every point of progress (`run
-//! --progress-lines` prints one per committed batch), and the signal
-//! follows the chosen line, so it lands mid-run on any machine, in any
-//! profile, loaded or not. Every process-kill test uses this helper.
+//! And a kill that follows a progress line still races the process: when
+//! the line was one of the last, the process may end before the signal.
+//! So the process is *held* at the chosen point: started with
+//! `--pause-after-progress K`, it stops itself (SIGSTOP) right after its
+//! K-th progress line, and stays stopped until it is killed or continued.
+//! Every kill then lands mid-run, on any machine, loaded or not, and a
+//! process that ended before it could be held is reported, never signalled.
+//! Every process-kill test uses this helper.
 
-use std::io::{BufRead, BufReader, Read};
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::io::{BufRead, BufReader, Lines, Read};
+use std::os::unix::process::ExitStatusExt;
+use std::process::{Child, ChildStderr, Command, ExitStatus, Stdio};
+use std::thread::JoinHandle;
 
 /// How a signalled run went.
 #[derive(Debug)]
 pub struct Signalled {
     /// Progress lines read before the signal.
     pub progress_seen: u64,
-    /// Whether the process was still running when it was signalled.
+    /// Whether the process was held at the chosen point, alive, when it
+    /// was signalled.
     pub landed_mid_run: bool,
     pub status: ExitStatus,
     pub stdout: String,
@@ -23,75 +30,162 @@ pub struct Signalled {
     pub other_output: String,
 }
 
-/// Starts `command` and sends SIGKILL right after the `after`-th line of
-/// its stderr that starts with `marker`.
-pub fn kill_after_progress(command: Command, marker: &str, after: u64) -> Signalled {
-    signal_after_progress(command, marker, after, libc::SIGKILL)
+/// A process stopped right after one of its progress lines.
+pub struct Held {
+    child: Child,
+    stdout: JoinHandle<String>,
+    stderr: Lines<BufReader<ChildStderr>>,
+    marker: String,
+    progress_seen: u64,
+    other_output: String,
 }
 
-/// Starts `command` and sends `signal` right after the `after`-th line of
-/// its stderr that starts with `marker`, then waits for it to end. If the
-/// process ends first, the signal did not land mid-run; the caller decides
-/// what that means.
-pub fn signal_after_progress(
-    mut command: Command,
-    marker: &str,
-    after: u64,
-    signal: i32,
-) -> Signalled {
-    let child = command
+/// Starts `command` with `--pause-after-progress after` and waits until it
+/// has stopped itself right after the `after`-th line of its stderr that
+/// starts with `marker`. If it ends before that, returns how it ended.
+pub fn hold_at_progress(mut command: Command, marker: &str, after: u64) -> Result<Held, Signalled> {
+    let mut child = command
+        .args(["--pause-after-progress", &after.to_string()])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .expect("start the process");
-    follow(child, marker, after, signal)
+    let stdout = collect(child.stdout.take().expect("piped stdout"));
+    let mut held = Held {
+        stderr: BufReader::new(child.stderr.take().expect("piped stderr")).lines(),
+        child,
+        stdout,
+        marker: marker.to_owned(),
+        progress_seen: 0,
+        other_output: String::new(),
+    };
+    while held.progress_seen < after {
+        if !held.read_line() {
+            // Its stderr closed before the line: it ended on its own.
+            return Err(held.finish(false));
+        }
+    }
+    match wait_until_stopped(&held.child) {
+        None => Ok(held),
+        Some(status) => Err(held.finish_with(false, status)),
+    }
 }
 
-/// Reads `child`'s stderr and signals it after the `after`-th progress line.
-pub fn follow(mut child: Child, marker: &str, after: u64, signal: i32) -> Signalled {
-    let stdout = child.stdout.take().expect("piped stdout");
-    let collect_stdout = std::thread::spawn(move || {
+/// Holds `command` at its `after`-th progress line and kills it there.
+pub fn kill_at_progress(command: Command, marker: &str, after: u64) -> Signalled {
+    match hold_at_progress(command, marker, after) {
+        Ok(held) => held.kill(),
+        Err(ended) => ended,
+    }
+}
+
+/// Holds `command` at its `after`-th progress line, sends it `signal`,
+/// lets it go on so that it can handle the signal, and waits for its end.
+pub fn signal_at_progress(command: Command, marker: &str, after: u64, signal: i32) -> Signalled {
+    match hold_at_progress(command, marker, after) {
+        Ok(held) => held.signal_and_go_on(signal),
+        Err(ended) => ended,
+    }
+}
+
+impl Held {
+    /// Kills the held process (SIGKILL needs no continuing) and waits for it.
+    pub fn kill(self) -> Signalled {
+        send(&self.child, libc::SIGKILL);
+        self.finish(true)
+    }
+
+    /// Sends `signal`, then SIGCONT so the process handles it, and waits for
+    /// its end.
+    pub fn signal_and_go_on(self, signal: i32) -> Signalled {
+        send(&self.child, signal);
+        send(&self.child, libc::SIGCONT);
+        self.finish(true)
+    }
+
+    /// Reads one stderr line; `false` once stderr is closed.
+    fn read_line(&mut self) -> bool {
+        match self.stderr.next() {
+            Some(Ok(line)) if line.starts_with(&self.marker) => self.progress_seen += 1,
+            Some(Ok(line)) => {
+                self.other_output.push_str(&line);
+                self.other_output.push('\n');
+            }
+            Some(Err(_)) | None => return false,
+        }
+        true
+    }
+
+    fn finish(mut self, landed_mid_run: bool) -> Signalled {
+        while self.read_line() {}
+        let status = self.child.wait().expect("reap the process");
+        self.finish_with(landed_mid_run, status)
+    }
+
+    /// `status` is the process's, already reaped.
+    fn finish_with(mut self, landed_mid_run: bool, status: ExitStatus) -> Signalled {
+        while self.read_line() {}
+        Signalled {
+            progress_seen: self.progress_seen,
+            landed_mid_run,
+            status,
+            stdout: self.stdout.join().expect("stdout reader"),
+            other_output: self.other_output,
+        }
+    }
+}
+
+/// Sends `signal` to a running `child` and waits for it to end, collecting
+/// what it printed (its stdout and stderr must be piped). For processes
+/// that run until told to stop.
+pub fn stop_and_collect(mut child: Child, marker: &str, signal: i32) -> Signalled {
+    send(&child, signal);
+    let stdout = collect(child.stdout.take().expect("piped stdout"));
+    let held = Held {
+        stderr: BufReader::new(child.stderr.take().expect("piped stderr")).lines(),
+        child,
+        stdout,
+        marker: marker.to_owned(),
+        progress_seen: 0,
+        other_output: String::new(),
+    };
+    held.finish(true)
+}
+
+/// Blocks until `child` has stopped (`None`) or ended (its status: it is
+/// then reaped, and must not be waited for again).
+fn wait_until_stopped(child: &Child) -> Option<ExitStatus> {
+    let pid = libc::pid_t::try_from(child.id()).expect("a pid");
+    loop {
+        let mut status = 0;
+        // SAFETY: waits for our own child; WUNTRACED also reports a stop.
+        let waited = unsafe { libc::waitpid(pid, &mut status, libc::WUNTRACED) };
+        if waited == pid {
+            if libc::WIFSTOPPED(status) {
+                return None;
+            }
+            return Some(ExitStatus::from_raw(status));
+        }
+        let error = std::io::Error::last_os_error();
+        assert_eq!(
+            error.kind(),
+            std::io::ErrorKind::Interrupted,
+            "waitpid: {error}"
+        );
+    }
+}
+
+fn collect(mut pipe: impl Read + Send + 'static) -> JoinHandle<String> {
+    std::thread::spawn(move || {
         let mut text = String::new();
-        let _ = BufReader::new(stdout).read_to_string(&mut text);
+        let _ = pipe.read_to_string(&mut text);
         text
-    });
-    let stderr = BufReader::new(child.stderr.take().expect("piped stderr"));
-    let mut progress_seen = 0;
-    let mut other_output = String::new();
-    let mut landed_mid_run = false;
-    let mut lines = stderr.lines();
-    for line in lines.by_ref() {
-        let Ok(line) = line else { break };
-        if !line.starts_with(marker) {
-            other_output.push_str(&line);
-            other_output.push('\n');
-            continue;
-        }
-        progress_seen += 1;
-        if progress_seen == after {
-            landed_mid_run = child.try_wait().expect("poll the process").is_none();
-            send(&child, signal);
-            break;
-        }
-    }
-    for line in lines.map_while(Result::ok) {
-        if !line.starts_with(marker) {
-            other_output.push_str(&line);
-            other_output.push('\n');
-        }
-    }
-    let status = child.wait().expect("reap the process");
-    Signalled {
-        progress_seen,
-        landed_mid_run,
-        status,
-        stdout: collect_stdout.join().expect("stdout reader"),
-        other_output,
-    }
+    })
 }
 
-/// Sends `signal` to a child process.
-pub fn send(child: &Child, signal: i32) {
+/// Sends `signal` to a child that has not been reaped: it is running,
+/// stopped, or a zombie, and its pid is still its own.
+fn send(child: &Child, signal: i32) {
     let pid = libc::pid_t::try_from(child.id()).expect("a pid");
     // SAFETY: signals our own child, which has not been reaped yet.
     let sent = unsafe { libc::kill(pid, signal) };

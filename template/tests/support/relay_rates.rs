@@ -8,6 +8,7 @@
 use std::time::Instant;
 
 use {{crate_name}}::handlers::{CHANNELS, Notification, Outbox};
+use {{crate_name}}::progress::Progress;
 use {{crate_name}}::relay::{Outgoing, RelayPolicy, Sent, Sink, Until, idempotency_key, relay};
 use {{crate_name}}::stop::Stop;
 use {{crate_name}}::store::Store;
@@ -76,7 +77,7 @@ fn relay_rate(fixture: &Fixture, rows: usize, sink: &mut dyn Sink) -> f64 {
         RelayPolicy::default(),
         Until::Done,
         &Stop::default(),
-        false,
+        &Progress::default(),
     )
     .expect("relay");
     let seconds = started.elapsed().as_secs_f64();

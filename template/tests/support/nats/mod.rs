@@ -1,6 +1,13 @@
 //! The NATS server the broker tests run against: `NATS_URL`, by default
 //! the local one. Every test gets a stream of its own (deleted afterwards),
 //! so tests run in parallel without seeing each other's messages.
+//!
+//! `proxy` stands between a consumer and the server to check that its
+//! settles are confirmed; `unconfirmed` is a source that never waits for
+//! that, known-broken, for the test that proves the check catches it.
+
+pub mod proxy;
+pub mod unconfirmed;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -19,6 +26,13 @@ const NO_SERVER: &str = "these tests need a NATS server with JetStream at NATS_U
 /// The server: `NATS_URL`, or the local one.
 pub fn nats_url() -> String {
     std::env::var("NATS_URL").unwrap_or_else(|_| "nats://127.0.0.1:4222".to_owned())
+}
+
+/// The server's `host:port`, for a proxy in front of it.
+pub fn nats_address() -> String {
+    let url = nats_url();
+    let rest = url.split_once("://").map_or(url.as_str(), |(_, rest)| rest);
+    rest.rsplit_once('@').map_or(rest, |(_, host)| host).to_owned()
 }
 
 static STREAMS: AtomicU64 = AtomicU64::new(0);
@@ -94,11 +108,12 @@ impl Broker {
         }
     }
 
-    /// The same, as the consumer binary's command-line options.
-    pub fn cli_args(&self, durable: &str, ack_wait: Duration) -> Vec<String> {
+    /// The same, as the consumer binary's command-line options, reaching
+    /// the server at `nats_url` (the server's own, or a proxy's).
+    pub fn cli_args(&self, nats_url: &str, durable: &str, ack_wait: Duration) -> Vec<String> {
         vec![
             "--nats-url".into(),
-            nats_url(),
+            nats_url.to_owned(),
             "--stream".into(),
             self.stream.clone(),
             "--subject".into(),
