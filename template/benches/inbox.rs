@@ -189,8 +189,9 @@ fn throughput_table(input: &Path, deliveries: usize, raw: f64) {
                 for _ in 0..REPEATS {
                     let fixture = fresh_fixture();
                     let database = (configuration.open)(&fixture);
-                    let (summary, took) =
-                        run_pipeline(input, options.clone(), move || database.inbox(Policy::default()));
+                    let (summary, took) = run_pipeline(input, options.clone(), move || {
+                        database.inbox(Policy::default())
+                    });
                     assert_eq!(summary.failed + summary.rejected, 0, "{summary}");
                     inbox_rates.push(deliveries as f64 / took.as_secs_f64());
 

@@ -24,9 +24,9 @@ fn main() -> ExitCode {
         .init();
     match cli::Cli::parse().execute() {
         Ok(code) => code,
-        Err(error) => {
+        Err(error) => cli::output::exit_for_closed_output(&error).unwrap_or_else(|| {
             eprintln!("error: {error:#}");
             ExitCode::FAILURE
-        }
+        }),
     }
 }

@@ -4,6 +4,7 @@ use std::process::ExitCode;
 
 use clap::Args;
 
+use super::output::outln;
 use {{crate_name}}::database::Database;
 use {{crate_name}}::inbox::{DeadLetters, Policy};
 use {{crate_name}}::store::Store;
@@ -19,7 +20,7 @@ pub struct OpenAccountArgs {
 
 pub fn open_account(args: OpenAccountArgs, database: &Database) -> anyhow::Result<ExitCode> {
     database.with_tables(|tables| tables.open_account(args.account, args.balance))?;
-    println!("account {} balance={}", args.account, args.balance);
+    outln!("account {} balance={}", args.account, args.balance)?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -28,13 +29,13 @@ pub fn status(database: &Database) -> anyhow::Result<ExitCode> {
     let (balances, notifications) =
         database.with_tables(|tables| Ok((tables.balances()?, tables.notifications()?)))?;
     for (account, balance) in balances {
-        println!("account {account} balance={balance}");
+        outln!("account {account} balance={balance}")?;
     }
     for (consumer, count) in database.inbox_rows()? {
-        println!("inbox {consumer} messages={count}");
+        outln!("inbox {consumer} messages={count}")?;
     }
-    println!("notifications={}", notifications.len());
+    outln!("notifications={}", notifications.len())?;
     let dead_letters = database.inbox(Policy::default())?.dead_letters()?;
-    println!("dead_letters={}", dead_letters.len());
+    outln!("dead_letters={}", dead_letters.len())?;
     Ok(ExitCode::SUCCESS)
 }

@@ -5,6 +5,7 @@ use std::process::ExitCode;
 
 use clap::Subcommand;
 
+use super::output::outln;
 use {{crate_name}}::database::Database;
 use {{crate_name}}::event::Event;
 use {{crate_name}}::handlers;
@@ -33,12 +34,15 @@ pub fn execute(command: DeadLettersCommand, database: &Database) -> anyhow::Resu
         DeadLettersCommand::List => {
             let letters = database.inbox(Policy::default())?.dead_letters()?;
             for letter in &letters {
-                println!(
+                outln!(
                     "{} {} attempts={} error={:?}",
-                    letter.consumer, letter.message_id, letter.attempts, letter.error
-                );
+                    letter.consumer,
+                    letter.message_id,
+                    letter.attempts,
+                    letter.error
+                )?;
             }
-            println!("dead_letters={}", letters.len());
+            outln!("dead_letters={}", letters.len())?;
             Ok(ExitCode::SUCCESS)
         }
         DeadLettersCommand::Redrive { consumer, ids } => redrive(database, consumer, &ids),
@@ -79,21 +83,22 @@ fn redrive(
         match inbox.redrive(handler.as_ref(), &message)? {
             Outcome::Applied => {
                 applied += 1;
-                println!("{} {}: applied", letter.consumer, letter.message_id);
+                outln!("{} {}: applied", letter.consumer, letter.message_id)?;
             }
             Outcome::Failed(error) | Outcome::DeadLettered(error) => {
                 still_failing += 1;
-                println!(
+                outln!(
                     "{} {}: failed again: {error}",
-                    letter.consumer, letter.message_id
-                );
+                    letter.consumer,
+                    letter.message_id
+                )?;
             }
             Outcome::Duplicate => {
-                println!("{} {}: already applied", letter.consumer, letter.message_id)
+                outln!("{} {}: already applied", letter.consumer, letter.message_id)?
             }
         }
     }
-    println!("redriven applied={applied} still_failing={still_failing}");
+    outln!("redriven applied={applied} still_failing={still_failing}")?;
     Ok(if still_failing > 0 {
         ExitCode::from(4)
     } else {

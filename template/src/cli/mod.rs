@@ -9,6 +9,7 @@ mod accounts;
 {%- endif %}
 mod broker;
 mod dead_letters;
+pub mod output;
 mod progress;
 mod purge;
 mod relay;
@@ -20,6 +21,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 use {{crate_name}}::database::DatabaseOptions;
+use output::outln;
 
 /// An idempotent message consumer: every message is applied once per
 /// consumer, however often it is delivered.
@@ -64,7 +66,7 @@ impl Cli {
             Command::Relay(command) => relay::execute(command, database),
             Command::Migrate => {
                 database.open()?;
-                println!("tables ready");
+                outln!("tables ready")?;
                 Ok(ExitCode::SUCCESS)
             }
         }

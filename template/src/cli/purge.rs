@@ -8,6 +8,7 @@ use std::time::Duration;
 use clap::Args;
 use indicatif::ProgressBar;
 
+use super::output::outln;
 use {{crate_name}}::database::Database;
 use {{crate_name}}::retention;
 use {{crate_name}}::store::Store;
@@ -43,9 +44,11 @@ pub fn purge(args: PurgeArgs, database: &Database) -> anyhow::Result<ExitCode> {
         spinner.tick();
     })?;
     spinner.finish_and_clear();
-    println!(
+    outln!(
         "purged inbox_rows={} attempt_rows={} sent_notifications={}",
-        purged.inbox_rows, purged.attempt_rows, purged.sent_notifications
-    );
+        purged.inbox_rows,
+        purged.attempt_rows,
+        purged.sent_notifications
+    )?;
     Ok(ExitCode::SUCCESS)
 }

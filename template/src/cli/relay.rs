@@ -14,6 +14,7 @@ use {{crate_name}}::stop::{self, Stop};
 use {{crate_name}}::store::Store;
 
 use super::broker::SinkOptions;
+use super::output::outln;
 use super::progress::ProgressArgs;
 
 /// The outbox's relay.
@@ -66,17 +67,19 @@ pub fn execute(command: RelayCommand, database: &DatabaseOptions) -> anyhow::Res
         RelayCommand::Parked => {
             let parked = database.open_existing()?.relay_queue()?.parked()?;
             for letter in &parked {
-                println!(
+                outln!(
                     "{} failures={} error={:?}",
-                    letter.key, letter.failures, letter.last_error
-                );
+                    letter.key,
+                    letter.failures,
+                    letter.last_error
+                )?;
             }
-            println!("parked={}", parked.len());
+            outln!("parked={}", parked.len())?;
             Ok(ExitCode::SUCCESS)
         }
         RelayCommand::Requeue { keys } => {
             let requeued = database.open_existing()?.relay_queue()?.requeue(&keys)?;
-            println!("requeued={requeued}");
+            outln!("requeued={requeued}")?;
             Ok(ExitCode::SUCCESS)
         }
     }
@@ -108,7 +111,7 @@ fn send(args: SendArgs, database: Database) -> anyhow::Result<ExitCode> {
             &args.progress.progress(),
         )
     }))??;
-    println!("{counts}");
+    outln!("{counts}")?;
     Ok(if counts.parked > 0 {
         ExitCode::from(4)
     } else {

@@ -14,6 +14,7 @@ use {{crate_name}}::pipeline::{self, Summary};
 use {{crate_name}}::source::lines::{LinesSource, Rejects};
 use {{crate_name}}::store::Store;
 
+use super::output::outln;
 use super::work::WorkArgs;
 
 /// Process JSON-lines deliveries from a file or standard input.
@@ -64,7 +65,7 @@ pub fn run(args: RunArgs, database: &DatabaseOptions) -> anyhow::Result<ExitCode
         args.work.options(),
     ))?;
     progress.finish_and_clear();
-    println!("{}", report.summary);
+    outln!("{}", report.summary)?;
     Ok(if report.interrupted {
         ExitCode::from(130)
     } else {

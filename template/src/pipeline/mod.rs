@@ -210,9 +210,10 @@ fn work<I: Inbox>(
         let verdicts: Vec<Verdict> = match inbox.deliver_batch(&deliveries) {
             Ok(outcomes) => {
                 outcomes.iter().for_each(|outcome| summary.count(outcome));
-                options
-                    .progress
-                    .report(format_args!("{PROGRESS_LINE} deliveries={}", outcomes.len()));
+                options.progress.report(format_args!(
+                    "{PROGRESS_LINE} deliveries={}",
+                    outcomes.len()
+                ));
                 let mut outcomes = outcomes.into_iter();
                 fan_out
                     .iter()

@@ -55,6 +55,10 @@ impl Sink for LinesSink {
             .and_then(|()| self.out.flush());
         match written {
             Ok(()) => Sent::Confirmed,
+            // Whoever read the pipe is gone: nobody is left to send to.
+            Err(error) if error.kind() == std::io::ErrorKind::BrokenPipe => {
+                Sent::Closed(error.to_string())
+            }
             Err(error) => Sent::Failed(format!("could not write the line: {error}")),
         }
     }

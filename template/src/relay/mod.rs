@@ -65,6 +65,20 @@ pub enum Sent {
     AlreadyThere,
     /// It failed; the reason is kept with the row.
     Failed(String),
+    /// The destination is gone for good (the reader of a pipe went away):
+    /// not the row's fault, so nothing is recorded for it, and the relay
+    /// stops. The row is sent by the next relay.
+    Closed(String),
+}
+
+/// Why a relay stopped before its end.
+#[derive(Debug, thiserror::Error)]
+pub enum RelayError {
+    #[error(transparent)]
+    Storage(#[from] StorageError),
+    /// A send found the destination closed ([`Sent::Closed`]).
+    #[error("the relay's output was closed: {0}")]
+    SinkClosed(String),
 }
 
 /// Where notifications go.
@@ -169,40 +183,52 @@ impl std::fmt::Display for RelayCounts {
 }
 
 /// Sends one batch: takes due notifications, sends each, then marks them.
+/// A send that finds the destination closed ends the batch there: what was
+/// sent before it is marked, the rest is left as it was, untouched.
 pub fn relay_batch(
     queue: &mut dyn Queue,
     sink: &mut dyn Sink,
     limit: usize,
     policy: RelayPolicy,
     progress: &Progress,
-) -> Result<RelayCounts, StorageError> {
+) -> Result<RelayCounts, RelayError> {
     let taken = queue.take(limit)?;
     let mut counts = RelayCounts::default();
-    let results: Vec<(Outgoing, Sent)> = taken
-        .into_iter()
-        .map(|outgoing| {
-            let sent = sink.send(&outgoing);
-            match &sent {
-                Sent::Confirmed => counts.sent += 1,
-                Sent::AlreadyThere => {
-                    counts.sent += 1;
-                    counts.already_there += 1;
-                }
-                Sent::Failed(_) if policy.parks(outgoing.failures + 1) => counts.parked += 1,
-                Sent::Failed(_) => counts.failed += 1,
-            }
-            (outgoing, sent)
-        })
-        .collect();
-    if results.is_empty() {
+    if taken.is_empty() {
         return Ok(counts);
     }
-    progress.report(format_args!(
-        "{PROGRESS_LINE} notifications={}",
-        results.len()
-    ));
+    let mut results: Vec<(Outgoing, Sent)> = Vec::with_capacity(taken.len());
+    let mut closed = None;
+    for outgoing in taken {
+        let sent = sink.send(&outgoing);
+        match &sent {
+            Sent::Confirmed => counts.sent += 1,
+            Sent::AlreadyThere => {
+                counts.sent += 1;
+                counts.already_there += 1;
+            }
+            Sent::Failed(_) if policy.parks(outgoing.failures + 1) => counts.parked += 1,
+            Sent::Failed(_) => counts.failed += 1,
+            Sent::Closed(reason) => {
+                closed = Some(reason.clone());
+                break;
+            }
+        }
+        results.push((outgoing, sent));
+    }
+    if !results.is_empty() {
+        progress.report(format_args!(
+            "{PROGRESS_LINE} notifications={}",
+            results.len()
+        ));
+    }
+    // Settled even when the first send found the destination closed: it
+    // ends the transaction that took the rows.
     queue.settle(&results, policy)?;
-    Ok(counts)
+    match closed {
+        Some(reason) => Err(RelayError::SinkClosed(reason)),
+        None => Ok(counts),
+    }
 }
 
 /// When the relay loop ends.
@@ -225,7 +251,7 @@ pub fn relay(
     until: Until,
     stop: &Stop,
     progress: &Progress,
-) -> Result<RelayCounts, StorageError> {
+) -> Result<RelayCounts, RelayError> {
     let poll = Duration::from_millis(100);
     let mut total = RelayCounts::default();
     while !stop.is_raised() {

@@ -106,6 +106,8 @@ impl Queue for SqliteQueue {
                         row.channel
                     ])?
                 }
+                // Never given: the relay stops before settling it.
+                Sent::Closed(_) => 0,
             };
         }
         Ok(tx.commit()?)

@@ -50,8 +50,28 @@ fn two_relays_at_once_never_send_a_row_twice() {
     let (mut one, mut two) = (meet(), meet());
     let (stop, policy) = (Stop::default(), RelayPolicy::default());
     let (a, b) = std::thread::scope(|scope| {
-        let a = scope.spawn(|| relay(&mut first, &mut one, 5, policy, Until::Done, &stop, &Progress::default()));
-        let b = scope.spawn(|| relay(&mut second, &mut two, 5, policy, Until::Done, &stop, &Progress::default()));
+        let a = scope.spawn(|| {
+            relay(
+                &mut first,
+                &mut one,
+                5,
+                policy,
+                Until::Done,
+                &stop,
+                &Progress::default(),
+            )
+        });
+        let b = scope.spawn(|| {
+            relay(
+                &mut second,
+                &mut two,
+                5,
+                policy,
+                Until::Done,
+                &stop,
+                &Progress::default(),
+            )
+        });
         (a.join().unwrap().unwrap(), b.join().unwrap().unwrap())
     });
     println!("relays sent {} and {}", a.sent, b.sent);

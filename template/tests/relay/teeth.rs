@@ -11,9 +11,10 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use {{crate_name}}::inbox::StorageError;
 use {{crate_name}}::progress::Progress;
-use {{crate_name}}::relay::{Outgoing, Queue, RelayCounts, RelayPolicy, Sent, Sink, relay_batch};
+use {{crate_name}}::relay::{
+    Outgoing, Queue, RelayCounts, RelayError, RelayPolicy, Sent, Sink, relay_batch,
+};
 use {{crate_name}}::store::Store;
 
 use crate::support::database::Fixture;
@@ -28,7 +29,7 @@ trait RelayUnderTest {
         queue: &mut dyn Queue,
         sink: &mut dyn Sink,
         policy: RelayPolicy,
-    ) -> Result<RelayCounts, StorageError>;
+    ) -> Result<RelayCounts, RelayError>;
 }
 
 /// The relay this crate ships.
@@ -44,7 +45,7 @@ impl RelayUnderTest for Real {
         queue: &mut dyn Queue,
         sink: &mut dyn Sink,
         policy: RelayPolicy,
-    ) -> Result<RelayCounts, StorageError> {
+    ) -> Result<RelayCounts, RelayError> {
         relay_batch(queue, sink, BATCH, policy, &Progress::default())
     }
 }
@@ -63,7 +64,7 @@ impl RelayUnderTest for MarksBeforeSending {
         queue: &mut dyn Queue,
         sink: &mut dyn Sink,
         policy: RelayPolicy,
-    ) -> Result<RelayCounts, StorageError> {
+    ) -> Result<RelayCounts, RelayError> {
         let taken = queue.take(BATCH)?;
         let marked: Vec<(Outgoing, Sent)> = taken
             .iter()
@@ -108,8 +109,14 @@ impl RelayUnderTest for KeyChangesOnResend {
         queue: &mut dyn Queue,
         sink: &mut dyn Sink,
         policy: RelayPolicy,
-    ) -> Result<RelayCounts, StorageError> {
-        relay_batch(queue, &mut FreshKeys(sink), BATCH, policy, &Progress::default())
+    ) -> Result<RelayCounts, RelayError> {
+        relay_batch(
+            queue,
+            &mut FreshKeys(sink),
+            BATCH,
+            policy,
+            &Progress::default(),
+        )
     }
 }
 
@@ -128,7 +135,7 @@ impl RelayUnderTest for DeletesFailingRows {
         queue: &mut dyn Queue,
         sink: &mut dyn Sink,
         policy: RelayPolicy,
-    ) -> Result<RelayCounts, StorageError> {
+    ) -> Result<RelayCounts, RelayError> {
         let taken = queue.take(BATCH)?;
         let results: Vec<(Outgoing, Sent)> = taken
             .into_iter()

@@ -13,6 +13,7 @@
 //! * `hostile`: bad input is rejected line by line, nothing valid is lost;
 //! * `fuzz`: the envelope parser and line reader never panic;
 //! * `crash`: `run` killed with SIGKILL again and again, then finished;
+//! * `pipes`: every command that prints exits quietly on a closed stdout;
 //! * `safety`: SQL only through bound parameters, no secrets in logs.
 //!
 //! Longer runs are opt-in: `CRASH_KILLS=200`, `FUZZ_CASES=1000000`,
@@ -49,6 +50,7 @@ mod crash;
 mod faults;
 mod fuzz;
 mod hostile;
+mod pipes;
 mod poison;
 mod retention;
 mod safety;

@@ -17,6 +17,7 @@ use {{crate_name}}::source::nats::NatsOptions;
 use {{crate_name}}::store::Store;
 
 use super::work::WorkArgs;
+use crate::cli::output::outln;
 
 /// The commands of this project's broker.
 #[derive(clap::Subcommand)]
@@ -66,7 +67,7 @@ fn consume(args: ConsumeArgs, database: &DatabaseOptions) -> anyhow::Result<Exit
         .await?;
         settled.finish().await;
         let count = |counter: &std::sync::atomic::AtomicU64| counter.load(Ordering::Relaxed);
-        println!(
+        outln!(
             "{} redelivered={} acknowledged={} retried={} terminated={} unconfirmed={}",
             report.summary,
             count(&counts.redelivered),
@@ -74,7 +75,7 @@ fn consume(args: ConsumeArgs, database: &DatabaseOptions) -> anyhow::Result<Exit
             count(&counts.retried),
             count(&counts.terminated),
             count(&counts.unconfirmed),
-        );
+        )?;
         Ok(ExitCode::SUCCESS)
     })
 }

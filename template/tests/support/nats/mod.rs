@@ -32,7 +32,9 @@ pub fn nats_url() -> String {
 pub fn nats_address() -> String {
     let url = nats_url();
     let rest = url.split_once("://").map_or(url.as_str(), |(_, rest)| rest);
-    rest.rsplit_once('@').map_or(rest, |(_, host)| host).to_owned()
+    rest.rsplit_once('@')
+        .map_or(rest, |(_, host)| host)
+        .to_owned()
 }
 
 static STREAMS: AtomicU64 = AtomicU64::new(0);

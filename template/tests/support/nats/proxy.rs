@@ -207,7 +207,11 @@ impl Shared {
             };
             let mut payload = vec![0; size + 2]; // and its CRLF
             client.read_exact(&mut payload)?;
-            let header_words = if words[0].eq_ignore_ascii_case("HPUB") { 2 } else { 1 };
+            let header_words = if words[0].eq_ignore_ascii_case("HPUB") {
+                2
+            } else {
+                1
+            };
             let subject = words.get(1).copied().unwrap_or_default();
             // PUB subject [reply] size; HPUB subject [reply] header-size size.
             let has_reply = words.len() > 2 + header_words;

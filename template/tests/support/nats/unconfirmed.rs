@@ -27,7 +27,9 @@ pub struct FireAndForget {
 
 impl FireAndForget {
     pub async fn connect(options: &NatsOptions) -> Self {
-        let client = async_nats::connect(&options.nats_url).await.expect("connect");
+        let client = async_nats::connect(&options.nats_url)
+            .await
+            .expect("connect");
         let stream = jetstream::new(client)
             .get_stream(&options.stream)
             .await
