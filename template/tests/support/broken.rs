@@ -242,7 +242,7 @@ impl InboxUnderTest for AttemptsCountedInside {
 /// whose second round runs in a new process with an empty memory.
 pub struct RemembersInMemory;
 
-/// (database, consumer, message id) of every message applied, per process.
+/// (fixture, consumer, message id) of every message applied, per process.
 static REMEMBERED: Mutex<Option<HashSet<(String, String, String)>>> = Mutex::new(None);
 
 impl InboxUnderTest for RemembersInMemory {
@@ -250,7 +250,7 @@ impl InboxUnderTest for RemembersInMemory {
         "processed ids remembered in memory".into()
     }
     fn open(&self, fixture: &Fixture) -> Box<dyn Inbox> {
-        let database = fixture.location();
+        let database = fixture.identity();
         one_at_a_time(fixture, move |raw, handler, message| {
             let (consumer, id) = (handler.consumer(), message.id.as_str());
             let key = (database.clone(), consumer.to_owned(), id.to_owned());

@@ -128,19 +128,19 @@ impl InboxUnderTest for RealInbox {
             max_attempts: self.max_attempts,
         };
         Box::new(Batching {
-            inner: fixture.database().inbox(policy).expect("open inbox"),
+            inner: fixture.inbox(policy),
             batch_size: self.batch_size,
         })
     }
 }
 
 /// Splits whatever it is given into transactions of `batch_size`.
-struct Batching<I> {
-    inner: I,
+struct Batching {
+    inner: Box<dyn Inbox>,
     batch_size: usize,
 }
 
-impl<I: Inbox> Inbox for Batching<I> {
+impl Inbox for Batching {
     fn deliver_batch(&mut self, batch: &[Delivery<'_>]) -> Result<Vec<Outcome>, StorageError> {
         let mut outcomes = Vec::with_capacity(batch.len());
         for chunk in batch.chunks(self.batch_size) {

@@ -1,14 +1,29 @@
-//! Fresh schemas for scenarios, and the tripwire that makes a COMMIT fail
-//! on demand.
+//! Schemas for scenarios, and the tripwire that makes a COMMIT fail on
+//! demand.
+//!
+//! Creating a schema with every table and index and dropping it after costs
+//! 30 to 50 ms on a loaded 2-core machine (and bloats the server's
+//! catalogs until the next vacuum, which slows everything else): more than
+//! the scenario it serves. So schemas are pooled. A fixture takes a free
+//! slot of this project's pool (`inbox_test_<n>_<crate>`: free while no
+//! session holds its advisory lock), empties its tables in one round trip,
+//! and holds the lock while it lives. When it is dropped, the slot stays
+//! with this process, connection, lock and opened inboxes included, for
+//! the next fixture, so a process connects once per slot, not once per
+//! scenario. A slot built from other tables (`schema.sql` or the tripwire
+//! changed) is built again, and one whose schema a test changed (a broken
+//! key's patch) is dropped. Slots stay on the server between runs, as many
+//! as fixtures ever lived at once; drop them whenever you like.
 
-use std::sync::Mutex;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 
 use postgres::Client;
 
-use {{crate_name}}::database::{Database, PgTables, Settings, TableStatements};
+use {{crate_name}}::database::{Database, PgInbox, PgTables, Settings, TableStatements};
 use {{crate_name}}::handlers::Tables;
-use {{crate_name}}::inbox::StorageError;
+use {{crate_name}}::inbox::{Delivery, Inbox, Outcome, Policy, StorageError};
+use {{crate_name}}::store::Store;
 
 use super::PgRaw;
 use crate::support::raw::Raw;
@@ -29,13 +44,36 @@ pub fn server_url() -> String {
     format!("{url}{separator}options=-c%20synchronous_commit%3Doff")
 }
 
-/// A fresh schema with every table, for one scenario.
+/// The pool's name: slots are `inbox_test_<n>_<pool>`, each locked by the
+/// advisory lock (`hashtext(pool)`, n).
+const POOL: &str = "{{crate_name}}";
+
+/// A slot this process holds: its schema, the connection holding its lock
+/// (through which the harness reads state), and the inboxes opened on it
+/// that no worker uses now.
+struct Slot {
+    schema: String,
+    reader: Client,
+    statements: TableStatements,
+    idle_inboxes: Vec<(Policy, PgInbox)>,
+}
+
+/// Slots this process holds that no fixture uses.
+static IDLE_SLOTS: Mutex<Vec<Slot>> = Mutex::new(Vec::new());
+
+/// Numbers the fixtures of this process.
+static SERIALS: AtomicU64 = AtomicU64::new(0);
+
+/// A schema with every table and nothing in them, for one scenario.
 pub struct Fixture {
     schema: String,
-    /// Whether this process made the schema (and drops it when done).
-    owned: bool,
-    /// The connection the harness reads state through, opened once.
-    reader: Mutex<Option<(Client, TableStatements)>>,
+    /// Which fixture of this process this is (a slot serves many).
+    serial: u64,
+    /// The slot, while this fixture holds it (`None`: attached to another
+    /// process's fixture, which holds it). Shared with the inboxes it lent.
+    slot: Arc<Mutex<Option<Slot>>>,
+    /// Whether a test changed the schema itself: the slot is then dropped.
+    patched: AtomicBool,
 }
 
 /// Test-only objects that make every COMMIT fail while armed: a deferred
@@ -60,29 +98,54 @@ FOR EACH ROW EXECUTE FUNCTION tripwire_on_inbox();";
 /// The consumer's tables, as its migration creates them.
 const TABLES: &str = include_str!("../../../src/postgres/schema.sql");
 
-static FIXTURES: AtomicU64 = AtomicU64::new(0);
+/// Empties every table of the slot in the session's schema, in one round
+/// trip, if it was built from `$1`; `false` if it was built from other
+/// tables. Deleting a few hundred rows is cheaper than TRUNCATE, which
+/// makes new files for every table and index.
+const RESET_SLOT: &str = "
+CREATE TABLE pool_slot (tables text NOT NULL);
+CREATE FUNCTION pool_reset(expected text) RETURNS boolean LANGUAGE plpgsql AS $$
+DECLARE
+    emptied record;
+BEGIN
+    IF (SELECT tables FROM pool_slot) IS DISTINCT FROM expected THEN
+        RETURN false;
+    END IF;
+    FOR emptied IN
+        SELECT tablename FROM pg_tables
+        WHERE schemaname = current_schema() AND tablename <> 'pool_slot'
+    LOOP
+        EXECUTE format('DELETE FROM %I', emptied.tablename);
+    END LOOP;
+    RETURN true;
+END $$;";
+
+/// What a slot must be built from: the tables and the tripwire.
+fn slot_tables() -> String {
+    format!("{TABLES}\n{COMMIT_TRIPWIRE}")
+}
 
 impl Fixture {
-    /// A new schema with the real tables.
+    /// A schema with the real tables and nothing in them.
     pub fn new() -> Self {
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap_or_default()
-            .subsec_nanos();
-        let schema = format!(
-            "inbox_test_{}_{}_{nanos}",
-            std::process::id(),
-            FIXTURES.fetch_add(1, Ordering::Relaxed)
-        );
-        let database = Database::open(server_url(), settings(&schema))
-            .unwrap_or_else(|error| panic!("{error}\n{NO_SERVER}"));
-        let mut client = database.connect().expect("connect");
-        client.batch_execute(COMMIT_TRIPWIRE).expect("tripwire");
-        let statements = TableStatements::prepare(&mut client).expect("prepare");
+        let idle = IDLE_SLOTS
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .pop();
+        let mut slot = idle.unwrap_or_else(take_free_slot);
+        let tables = slot_tables();
+        let reset = slot
+            .reader
+            .query_one("SELECT pool_reset($1)", &[&tables])
+            .is_ok_and(|row| row.get::<_, bool>(0));
+        if !reset {
+            build_slot(&mut slot, &tables);
+        }
         Self {
-            schema,
-            owned: true,
-            reader: Mutex::new(Some((client, statements))),
+            schema: slot.schema.clone(),
+            serial: SERIALS.fetch_add(1, Ordering::Relaxed),
+            slot: Arc::new(Mutex::new(Some(slot))),
+            patched: AtomicBool::new(false),
         }
     }
 
@@ -91,13 +154,38 @@ impl Fixture {
         self.schema.clone()
     }
 
+    /// A name for this fixture that no other of this process has (its
+    /// schema serves one fixture after another).
+    pub fn identity(&self) -> String {
+        format!("{} #{}", self.schema, self.serial)
+    }
+
     /// The fixture another process made, at `location`.
     pub fn attach(location: &str) -> Self {
         Self {
             schema: location.to_owned(),
-            owned: false,
-            reader: Mutex::new(None),
+            serial: SERIALS.fetch_add(1, Ordering::Relaxed),
+            slot: Arc::default(),
+            patched: AtomicBool::new(false),
         }
+    }
+
+    /// Runs `work` on the slot's reader connection (connected for an
+    /// attached fixture, which has none).
+    fn with_reader<T>(&self, work: impl FnOnce(&mut Client, &TableStatements) -> T) -> T {
+        let mut slot = self.slot.lock().expect("slot");
+        if slot.is_none() {
+            let mut reader = self.database().connect().expect("connect");
+            let statements = TableStatements::prepare(&mut reader).expect("prepare");
+            *slot = Some(Slot {
+                schema: self.schema.clone(),
+                reader,
+                statements,
+                idle_inboxes: Vec::new(),
+            });
+        }
+        let slot = slot.as_mut().expect("just set");
+        work(&mut slot.reader, &slot.statements)
     }
 
     /// Runs `work` on the handlers' tables in a transaction of its own,
@@ -106,26 +194,45 @@ impl Fixture {
         &self,
         work: impl FnOnce(&mut dyn Tables) -> Result<T, StorageError>,
     ) -> T {
-        let mut reader = self.reader.lock().expect("reader");
-        let (client, statements) = reader.get_or_insert_with(|| self.connect_with_statements());
-        let mut tx = client.transaction().expect("begin");
-        let result = work(&mut PgTables::new(&mut tx, statements)).expect("work on the tables");
-        tx.commit().expect("commit");
-        result
+        self.with_reader(|client, statements| {
+            let mut tx = client.transaction().expect("begin");
+            let result = work(&mut PgTables::new(&mut tx, statements)).expect("work on the tables");
+            tx.commit().expect("commit");
+            result
+        })
     }
 
     /// Inbox rows recorded for `consumer`.
     pub fn inbox_rows(&self, consumer: &str) -> usize {
-        let mut reader = self.reader.lock().expect("reader");
-        let (client, _) = reader.get_or_insert_with(|| self.connect_with_statements());
-        let rows: i64 = client
-            .query_one(
-                "SELECT count(*) FROM inbox WHERE consumer = $1",
-                &[&consumer],
-            )
-            .expect("count inbox rows")
-            .get(0);
+        let rows: i64 = self.with_reader(|client, _| {
+            client
+                .query_one(
+                    "SELECT count(*) FROM inbox WHERE consumer = $1",
+                    &[&consumer],
+                )
+                .expect("count inbox rows")
+                .get(0)
+        });
         usize::try_from(rows).expect("a count is never negative")
+    }
+
+    /// The real inbox on this fixture, for one worker: an idle one of the
+    /// slot's if it has one with `policy`, a new connection otherwise. It
+    /// goes back to the slot when dropped.
+    pub fn inbox(&self, policy: Policy) -> Box<dyn Inbox> {
+        let reused = self.slot.lock().expect("slot").as_mut().and_then(|slot| {
+            let at = slot
+                .idle_inboxes
+                .iter()
+                .position(|(idle, _)| *idle == policy)?;
+            Some(slot.idle_inboxes.swap_remove(at).1)
+        });
+        let inbox = reused.unwrap_or_else(|| self.database().inbox(policy).expect("open inbox"));
+        Box::new(Borrowed {
+            inbox: Some(inbox),
+            policy,
+            home: self.slot.clone(),
+        })
     }
 
     /// Runs `work` on the tables of an empty database, in a transaction
@@ -149,12 +256,6 @@ impl Fixture {
         });
         let mut tx = client.transaction().expect("begin");
         work(&mut PgTables::new(&mut tx, statements))
-    }
-
-    fn connect_with_statements(&self) -> (Client, TableStatements) {
-        let mut client = self.database().connect().expect("connect");
-        let statements = TableStatements::prepare(&mut client).expect("prepare");
-        (client, statements)
     }
 
     /// The database, as the consumer opens it.
@@ -193,44 +294,143 @@ impl Fixture {
         Box::new(PgRaw::new(self.database().connect().expect("connect")))
     }
 
-    /// Runs SQL statements in the schema (schema changes for traps).
+    /// Changes the schema itself (a broken key's patch): the slot is built
+    /// again after this fixture.
     pub fn execute(&self, sql: &str) {
-        let mut client = self.database().connect().expect("connect");
-        client
-            .batch_execute(sql)
-            .unwrap_or_else(|error| panic!("{error}:\n{sql}"));
+        self.patched.store(true, Ordering::SeqCst);
+        self.run_sql(sql);
     }
 
     /// From now on, every COMMIT that wrote an inbox row fails (`true`), or
     /// none does (`false`).
     pub fn fail_commits(&self, fail: bool) {
-        self.execute(if fail {
+        self.run_sql(if fail {
             "INSERT INTO tripwire_armed VALUES (true);"
         } else {
             "DELETE FROM tripwire_armed;"
         });
     }
+
+    /// Runs SQL statements in the schema, on a connection of their own.
+    fn run_sql(&self, sql: &str) {
+        let mut client = self.database().connect().expect("connect");
+        client
+            .batch_execute(sql)
+            .unwrap_or_else(|error| panic!("{error}:\n{sql}"));
+    }
 }
 
 impl Drop for Fixture {
+    /// Hands the slot back to this process's idle slots, or drops a
+    /// patched one's schema (its lock goes with its connection).
     fn drop(&mut self) {
-        if !self.owned {
-            return;
-        }
-        let mut reader = self
-            .reader
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
-        let Some((client, _)) = reader.as_mut() else {
+        let Some(mut slot) = self.slot.lock().expect("slot").take() else {
             return;
         };
-        if let Ok(row) = client.query_one(
+        if !*self.patched.get_mut() {
+            IDLE_SLOTS
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner())
+                .push(slot);
+            return;
+        }
+        if let Ok(row) = slot.reader.query_one(
             "SELECT format('DROP SCHEMA IF EXISTS %I CASCADE', $1::text)",
-            &[&self.schema],
+            &[&slot.schema],
         ) {
-            let _ = client.batch_execute(row.get::<_, &str>(0));
+            let _ = slot.reader.batch_execute(row.get::<_, &str>(0));
         }
     }
+}
+
+/// An inbox lent to a worker; it goes back to the fixture's slot when
+/// dropped (or is closed, if the fixture is gone).
+struct Borrowed {
+    inbox: Option<PgInbox>,
+    policy: Policy,
+    home: Arc<Mutex<Option<Slot>>>,
+}
+
+impl Inbox for Borrowed {
+    fn deliver_batch(&mut self, batch: &[Delivery<'_>]) -> Result<Vec<Outcome>, StorageError> {
+        self.inbox.as_mut().expect("lent").deliver_batch(batch)
+    }
+}
+
+impl Drop for Borrowed {
+    fn drop(&mut self) {
+        let mut home = self
+            .home
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        if let (Some(inbox), Some(slot)) = (self.inbox.take(), home.as_mut()) {
+            slot.idle_inboxes.push((self.policy, inbox));
+        }
+    }
+}
+
+/// Takes the first free slot of the pool, on a new connection that holds
+/// its lock from now on.
+fn take_free_slot() -> Slot {
+    let mut reader = Client::connect(&server_url(), postgres::NoTls)
+        .unwrap_or_else(|error| panic!("{error}\n{NO_SERVER}"));
+    let number = (0..)
+        .find(|number: &i32| {
+            reader
+                .query_one(
+                    "SELECT pg_try_advisory_lock(hashtext($1), $2)",
+                    &[&POOL, number],
+                )
+                .expect("try a slot's lock")
+                .get(0)
+        })
+        .expect("a free slot");
+    // PostgreSQL cuts names at 63 bytes: the number comes first, so that
+    // two slots never end up with one name.
+    let mut schema = format!("inbox_test_{number}_{POOL}");
+    schema.truncate(63);
+    reader
+        .execute("SELECT set_config('search_path', $1, false)", &[&schema])
+        .expect("use the slot's schema");
+    let statements = TableStatements::prepare(&mut reader).unwrap_or_else(|_| {
+        // Not built yet: statements are prepared again once it is.
+        build_tables(&mut reader, &schema, &slot_tables());
+        TableStatements::prepare(&mut reader).expect("prepare")
+    });
+    Slot {
+        schema,
+        reader,
+        statements,
+        idle_inboxes: Vec::new(),
+    }
+}
+
+/// Builds `slot` afresh from `tables`; its inboxes go (their statements
+/// name the old tables).
+fn build_slot(slot: &mut Slot, tables: &str) {
+    slot.idle_inboxes.clear();
+    build_tables(&mut slot.reader, &slot.schema, tables);
+    slot.statements = TableStatements::prepare(&mut slot.reader).expect("prepare");
+}
+
+/// Drops `schema` and creates it again: the consumer's tables (by its own
+/// migration), the tripwire, and the slot's record and reset function.
+fn build_tables(client: &mut Client, schema: &str, tables: &str) {
+    let drop: String = client
+        .query_one(
+            "SELECT format('DROP SCHEMA IF EXISTS %I CASCADE', $1::text)",
+            &[&schema],
+        )
+        .expect("quote the schema")
+        .get(0);
+    client.batch_execute(&drop).expect("drop the old slot");
+    Database::open(server_url(), settings(schema))
+        .unwrap_or_else(|error| panic!("{error}\n{NO_SERVER}"));
+    client.batch_execute(COMMIT_TRIPWIRE).expect("tripwire");
+    client.batch_execute(RESET_SLOT).expect("the slot's record");
+    client
+        .execute("INSERT INTO pool_slot (tables) VALUES ($1)", &[&tables])
+        .expect("record the slot");
 }
 
 fn settings(schema: &str) -> Settings {

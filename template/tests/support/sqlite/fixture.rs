@@ -8,7 +8,8 @@ use rusqlite::{Connection, TransactionBehavior};
 
 use {{crate_name}}::database::{Database, Settings, SqliteTables};
 use {{crate_name}}::handlers::Tables;
-use {{crate_name}}::inbox::StorageError;
+use {{crate_name}}::inbox::{Inbox, Policy, StorageError};
+use {{crate_name}}::store::Store;
 
 use super::SqliteRaw;
 use crate::support::raw::Raw;
@@ -61,6 +62,11 @@ impl Fixture {
         self.path.display().to_string()
     }
 
+    /// A name for this fixture that no other of this process has.
+    pub fn identity(&self) -> String {
+        self.location()
+    }
+
     /// The fixture another process made, at `location`.
     pub fn attach(location: &str) -> Self {
         Self {
@@ -73,6 +79,11 @@ impl Fixture {
     /// The database, as the consumer opens it.
     pub fn database(&self) -> Database {
         Database::new(&self.path, Settings::default())
+    }
+
+    /// The real inbox on this fixture, for one worker.
+    pub fn inbox(&self, policy: Policy) -> Box<dyn Inbox> {
+        Box::new(self.database().inbox(policy).expect("open inbox"))
     }
 
     /// The consumer binary's options that point it at this database.

@@ -75,10 +75,12 @@ fn play_rounds<S: Subject>(
         outcomes += std::thread::scope(|scope| {
             let threads: Vec<_> = (0..workers)
                 .map(|_| {
-                    let mut worker = inbox.open(&fixture);
                     let (barrier, handler, batch) = (&barrier, handler.as_ref(), &batch);
-                    let (slices, raced_now) = (&slices, &raced_now);
+                    let (slices, raced_now, fixture) = (&slices, &raced_now, &fixture);
                     scope.spawn(move || {
+                        // Each worker connects on its own thread: the
+                        // connections open at once, not one after another.
+                        let mut worker = inbox.open(fixture);
                         let mut outcomes = Summary::default();
                         for (slice, inside) in batch.chunks(SLICE).zip(slices) {
                             barrier.wait();
