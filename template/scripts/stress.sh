@@ -2,7 +2,13 @@
 # Repeats the parallel tests many times: a race that shows up once in a
 # thousand runs is still a race.
 #
-#   scripts/stress.sh [ITERATIONS]        (default 200)
+#   scripts/stress.sh [ITERATIONS]        repeat ITERATIONS times (default 200)
+#   scripts/stress.sh --for DURATION      repeat until DURATION is up: 90s, 5m, 1h
+#
+# Before it starts it times one iteration and says how long the whole run
+# will take (or how many iterations fit in DURATION), so a count that would
+# take an hour is seen at once. The time budget covers the repetitions,
+# not the build before them. Ends with the iterations run and the rate.
 #
 # Which tests: every test in tests/conformance/ whose module or function
 # name starts with `parallel` (`parallel::...`, `loyalty::parallel_...`), so
@@ -18,17 +24,37 @@
 #   PARALLEL_RACED_SLICES=0                extra rounds until this many messages raced (0 here;
 #                                          a plain `cargo test` insists on 200)
 #
-# Uses `cargo nextest run --stress-count` when cargo-nextest is installed and
-# a plain loop over the test binary otherwise. Stops at the first failing
-# iteration and prints its output. Ends with the iterations run and the rate.
+# Uses `cargo nextest run --stress-count/--stress-duration` when
+# cargo-nextest is installed and a plain loop over the test binary
+# otherwise. Stops at the first failing iteration and prints its output.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-iterations="${1:-200}"
-if ! [[ "$iterations" =~ ^[1-9][0-9]*$ ]]; then
-    echo "usage: scripts/stress.sh [ITERATIONS]   (a positive whole number, default 200)" >&2
+usage() {
+    echo "usage: scripts/stress.sh [ITERATIONS] | --for DURATION   (ITERATIONS: a positive whole number, default 200; DURATION: e.g. 90s, 5m, 1h)" >&2
     exit 2
-fi
+}
+
+iterations="" budget=""
+case "${1:-}" in
+    --for)
+        [[ $# -eq 2 ]] || usage
+        if [[ "$2" =~ ^([1-9][0-9]*)([smh]?)$ ]]; then
+            case "${BASH_REMATCH[2]}" in
+                h) budget=$((BASH_REMATCH[1] * 3600)) ;;
+                m) budget=$((BASH_REMATCH[1] * 60)) ;;
+                *) budget=${BASH_REMATCH[1]} ;;
+            esac
+        else
+            usage
+        fi
+        ;;
+    "") iterations=200 ;;
+    *)
+        [[ $# -eq 1 && "$1" =~ ^[1-9][0-9]*$ ]] || usage
+        iterations=$1
+        ;;
+esac
 pattern="${STRESS_TESTS:-(^|::)parallel}"
 export STRESS_WORKERS="${STRESS_WORKERS:-4}" STRESS_MESSAGES="${STRESS_MESSAGES:-50}"
 export PARALLEL_ROUNDS="${PARALLEL_ROUNDS:-1}" PARALLEL_RACED_SLICES="${PARALLEL_RACED_SLICES:-0}"
@@ -48,43 +74,80 @@ if [[ ${#tests[@]} -eq 0 ]]; then
     echo "stress: no test in tests/conformance matches '$pattern'" >&2
     exit 1
 fi
-echo "stress: $iterations iterations of ${#tests[@]} tests (${STRESS_WORKERS} workers x ${STRESS_MESSAGES} messages): ${tests[*]}" >&2
+
+now() { date +%s.%N; }
+seconds_since() { awk -v s="$1" -v e="$(now)" 'BEGIN { printf "%.2f", e - s }'; }
+output=$(mktemp)
+trap 'rm -f "$output"' EXIT
+
+# One iteration, timed, before anything is promised: it also warms the
+# database and the caches. Not counted.
+started=$(now)
+if ! "$binary" --exact "${tests[@]}" >"$output" 2>&1; then
+    echo "stress: the first iteration failed:" >&2
+    cat "$output" >&2
+    echo "stress: FAILED at iteration 1: iterations=0"
+    exit 1
+fi
+one=$(seconds_since "$started")
+if [[ -n "$budget" ]]; then
+    estimate=$(awk -v b="$budget" -v one="$one" 'BEGIN { printf "about %d iterations", (one > 0 ? b / one : 0) }')
+    plan="for ${budget}s: $estimate"
+else
+    estimate=$(awk -v n="$iterations" -v one="$one" 'BEGIN { t = n * one; if (t < 120) printf "about %.0f s", t; else printf "about %.1f min", t / 60 }')
+    plan="$iterations iterations: $estimate"
+fi
+echo "stress: ${#tests[@]} tests (${STRESS_WORKERS} workers x ${STRESS_MESSAGES} messages): ${tests[*]}" >&2
+echo "stress: one iteration took ${one}s; $plan" >&2
 
 finish() {
-    local started="$1" done="$2" status="$3"
+    local began="$1" done="$2" status="$3"
     local seconds rate
-    seconds=$(awk -v s="$started" -v e="$(date +%s.%N)" 'BEGIN { printf "%.2f", e - s }')
+    seconds=$(seconds_since "$began")
     rate=$(awk -v n="$done" -v s="$seconds" 'BEGIN { printf "%.1f", (s > 0 ? n / s : 0) }')
     echo "stress: $status: iterations=$done seconds=$seconds rate=${rate}/s"
 }
 
 if [[ "${STRESS_RUNNER:-}" != loop ]] && cargo nextest --version >/dev/null 2>&1; then
-    started=$(date +%s.%N)
-    if cargo nextest run "${profile[@]}" --test conformance -E "test(/$pattern/)" \
-        --stress-count "$iterations" --fail-fast \
-        --status-level fail --final-status-level fail --failure-output immediate; then
-        finish "$started" "$iterations" passed
+    if [[ -n "$budget" ]]; then
+        repeat=(--stress-duration "$(awk -v b="$budget" -v one="$one" 'BEGIN { printf "%ds", (b - one > 1 ? b - one : 1) }')")
     else
-        finish "$started" "?" "FAILED (nextest output above)"
+        repeat=(--stress-count "$iterations")
+    fi
+    began=$(now)
+    if cargo nextest run "${profile[@]}" --test conformance -E "test(/$pattern/)" \
+        "${repeat[@]}" --fail-fast \
+        --status-level fail --final-status-level fail --failure-output immediate >"$output" 2>&1; then
+        done=$(sed -n 's/.* \([0-9][0-9]*\) stress run iterations.*/\1/p' "$output" | tail -n 1)
+        finish "$began" "${done:-$iterations}" passed
+    else
+        cat "$output" >&2
+        finish "$began" "?" "FAILED (nextest output above)"
         exit 1
     fi
     exit 0
 fi
 
 # Plain loop: run the test binary directly, the chosen tests only.
-output=$(mktemp)
-trap 'rm -f "$output"' EXIT
-started=$(date +%s.%N)
-for ((i = 1; i <= iterations; i++)); do
+began=$(now)
+done=0
+while :; do
+    if [[ -n "$budget" ]]; then
+        # Stop when one more iteration would overrun the budget.
+        awk -v s="$started" -v e="$(now)" -v b="$budget" -v one="$one" 'BEGIN { exit !(e - s + one > b) }' && break
+    else
+        ((done < iterations)) || break
+    fi
     if ! "$binary" --exact "${tests[@]}" >"$output" 2>&1; then
-        echo "stress: iteration $i failed:" >&2
+        echo "stress: iteration $((done + 1)) failed:" >&2
         cat "$output" >&2
-        finish "$started" "$((i - 1))" "FAILED at iteration $i"
+        finish "$began" "$done" "FAILED at iteration $((done + 1))"
         exit 1
     fi
-    if [[ -t 2 ]] && ((i % 10 == 0)); then
-        printf '\rstress: %d/%d' "$i" "$iterations" >&2
+    done=$((done + 1))
+    if [[ -t 2 ]] && ((done % 10 == 0)); then
+        printf '\rstress: %d done' "$done" >&2
     fi
 done
 if [[ -t 2 ]]; then printf '\r' >&2; fi
-finish "$started" "$iterations" passed
+finish "$began" "$done" passed
