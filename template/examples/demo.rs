@@ -14,7 +14,7 @@ use support::harness::{
     InboxUnderTest, Observed, RealInbox, Subject, play_parallel, play_redeliver_after_failure,
     play_run_twice,
 };
-use support::subjects::{ACCOUNT, DebitSubject, LedgerState};
+use support::subjects::{ACCOUNT, DebitSubject, LedgerState, payments};
 
 const PAYMENTS: usize = 50;
 
@@ -27,8 +27,8 @@ fn main() {
         "implementation", "scenario", "expected", "actual", "inbox rows"
     );
     let debit = DebitSubject::real();
-    let fifty = debit.expected(&debit.messages(PAYMENTS));
-    let one = debit.expected(&debit.messages(1));
+    let fifty = debit.model(&payments(PAYMENTS)).state;
+    let one = debit.model(&payments(1)).state;
 
     row(
         "no inbox",

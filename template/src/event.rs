@@ -20,6 +20,8 @@ pub const MAX_AMOUNT: i64 = 1_000_000_000_000;
 pub enum Event {
     /// `payment.captured`: money left an account.
     PaymentCaptured(PaymentCaptured),
+    /// `payment.refunded`: some of a captured payment goes back.
+    PaymentRefunded(PaymentRefunded),
 }
 
 /// Payload of `payment.captured`.
@@ -30,6 +32,24 @@ pub struct PaymentCaptured {
     /// How much it paid, in minor units: 1 to [`MAX_AMOUNT`].
     pub amount: i64,
 }
+
+/// Payload of `payment.refunded`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PaymentRefunded {
+    /// The refund's own id, fixed by whoever issued it: one refund is
+    /// credited once, whatever message carries it.
+    pub refund_id: String,
+    /// The captured payment it refunds (that payment's message id).
+    pub payment_id: String,
+    /// The account the payment came from, and the refund goes back to.
+    pub account: i64,
+    /// How much goes back, in minor units: 1 to [`MAX_AMOUNT`].
+    pub amount: i64,
+}
+
+/// The longest refund or payment id a refund may name, in bytes (like a
+/// message id: see [`crate::message::MAX_MESSAGE_ID_BYTES`]).
+pub const MAX_BUSINESS_ID_BYTES: usize = crate::message::MAX_MESSAGE_ID_BYTES;
 
 /// Why an event could not be decoded.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -42,6 +62,7 @@ pub enum InvalidEvent {
 
 impl Event {
     pub const PAYMENT_CAPTURED: &'static str = "payment.captured";
+    pub const PAYMENT_REFUNDED: &'static str = "payment.refunded";
 
     /// Decodes the payload of a message of type `kind`.
     pub fn decode(kind: &str, payload: &str) -> Result<Self, InvalidEvent> {
@@ -56,6 +77,30 @@ impl Event {
                 }
                 Ok(Self::PaymentCaptured(payment))
             }
+            Self::PAYMENT_REFUNDED => {
+                let refund: PaymentRefunded = parse_payload(Self::PAYMENT_REFUNDED, payload)?;
+                let bad = |reason: String| InvalidEvent::BadPayload {
+                    kind: Self::PAYMENT_REFUNDED,
+                    reason,
+                };
+                for (field, id) in [
+                    ("refund_id", &refund.refund_id),
+                    ("payment_id", &refund.payment_id),
+                ] {
+                    if id.is_empty()
+                        || id.len() > MAX_BUSINESS_ID_BYTES
+                        || id.chars().any(char::is_control)
+                    {
+                        return Err(bad(format!(
+                            "{field} must be 1 to {MAX_BUSINESS_ID_BYTES} bytes without control characters"
+                        )));
+                    }
+                }
+                if !(1..=MAX_AMOUNT).contains(&refund.amount) {
+                    return Err(bad(format!("amount must be between 1 and {MAX_AMOUNT}")));
+                }
+                Ok(Self::PaymentRefunded(refund))
+            }
             other => Err(InvalidEvent::UnknownType(other.to_owned())),
         }
     }
@@ -65,6 +110,7 @@ impl Event {
     pub fn encode(&self) -> (&'static str, String) {
         match self {
             Self::PaymentCaptured(payment) => (Self::PAYMENT_CAPTURED, to_json(payment)),
+            Self::PaymentRefunded(refund) => (Self::PAYMENT_REFUNDED, to_json(refund)),
         }
     }
 
@@ -72,10 +118,14 @@ impl Event {
     /// pipeline gives events with equal keys to the same worker, in order,
     /// so that two workers never update the same rows at the same time
     /// (on PostgreSQL, two batches locking rows in opposite orders wait
-    /// for each other until one is cancelled as a deadlock).
+    /// for each other until one is cancelled as a deadlock). A refund is
+    /// about its account, like the payment it refunds: so it follows that
+    /// payment on the same worker, and the refunds of one payment are
+    /// applied in the order they were sent.
     pub fn partition_key(&self) -> u64 {
         match self {
             Self::PaymentCaptured(payment) => payment.account.unsigned_abs(),
+            Self::PaymentRefunded(refund) => refund.account.unsigned_abs(),
         }
     }
 
@@ -87,7 +137,14 @@ impl Event {
     pub fn payment_captured(&self) -> Option<&PaymentCaptured> {
         match self {
             Self::PaymentCaptured(payment) => Some(payment),
-            #[allow(unreachable_patterns, reason = "for the events added later")]
+            _ => None,
+        }
+    }
+
+    /// The refund, if this is a `payment.refunded` event.
+    pub fn payment_refunded(&self) -> Option<&PaymentRefunded> {
+        match self {
+            Self::PaymentRefunded(refund) => Some(refund),
             _ => None,
         }
     }
@@ -154,10 +211,37 @@ mod tests {
     }
 
     #[test]
+    fn decodes_a_refund() {
+        let payload = r#"{"refund_id":"rf-1","payment_id":"pay-1","account":1,"amount":5}"#;
+        let event = Event::decode("payment.refunded", payload).unwrap();
+        assert_eq!(event.payment_refunded().unwrap().refund_id, "rf-1");
+        let (kind, payload) = event.encode();
+        assert_eq!(Event::decode(kind, &payload).unwrap(), event);
+    }
+
+    #[test]
+    fn refuses_a_refund_without_its_ids_or_amount() {
+        for payload in [
+            r#"{"refund_id":"","payment_id":"pay-1","account":1,"amount":5}"#,
+            r#"{"refund_id":"rf-1","payment_id":"pay\u0000","account":1,"amount":5}"#,
+            r#"{"refund_id":"rf-1","payment_id":"pay-1","account":1,"amount":0}"#,
+            r#"{"payment_id":"pay-1","account":1,"amount":5}"#,
+        ] {
+            assert!(
+                matches!(
+                    Event::decode("payment.refunded", payload),
+                    Err(InvalidEvent::BadPayload { .. })
+                ),
+                "{payload}"
+            );
+        }
+    }
+
+    #[test]
     fn refuses_an_unknown_type() {
         assert_eq!(
-            Event::decode("payment.refunded", "{}"),
-            Err(InvalidEvent::UnknownType("payment.refunded".into()))
+            Event::decode("invoice.issued", "{}"),
+            Err(InvalidEvent::UnknownType("invoice.issued".into()))
         );
     }
 }

@@ -17,8 +17,30 @@ use crate::handlers::Tables;
 use crate::message::Message;
 
 /// Any error a handler wants to report. Returning one rolls the whole
-/// delivery back, inbox record included, so a redelivery tries again.
+/// delivery back, inbox record included, so a redelivery tries again
+/// (up to the policy's attempts), unless it is a [`Refused`].
 pub type HandlerError = Box<dyn std::error::Error + Send + Sync>;
+
+/// A handler's final "no": the message breaks a rule (a refund above what
+/// was paid) or names something that does not exist and never will (a
+/// refund of a payment never captured). It would fail the same way on
+/// every delivery, so it is not retried: its writes are rolled back, it is
+/// dead-lettered at once with this reason, and its redeliveries are
+/// duplicates. Return it as `Err(Refused::because("...").into())`.
+///
+/// A failure that may heal (an account not opened yet, a service that is
+/// down) is an ordinary error instead: retried, then dead-lettered. A
+/// database fault (a lock timeout, a lost connection) is neither: it is
+/// never held against the message (see [`crate::inbox::StorageError`]).
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct Refused(pub String);
+
+impl Refused {
+    pub fn because(reason: impl Into<String>) -> Self {
+        Self(reason.into())
+    }
+}
 
 /// One consumer of events.
 pub trait Handler: Send + Sync {
@@ -36,7 +58,9 @@ pub trait Handler: Send + Sync {
     /// `tables` works inside the delivery's transaction: everything done
     /// through it commits or rolls back with the inbox row. Do not call
     /// anything that cannot be rolled back (mail, HTTP): write an outbox row
-    /// instead, like the `notify` handler.
+    /// instead, like the `notify` handler. Refuse a message that can never
+    /// apply with [`Refused`]; pass a [`crate::inbox::StorageError`] from
+    /// `tables` on as it is (`?`), so that a database fault is told apart.
     fn apply(&self, tables: &mut dyn Tables, message: &Message) -> Result<(), HandlerError>;
 }
 

@@ -16,7 +16,8 @@ use {{crate_name}}::store::Store;
 /// Messages parked after failing `--max-attempts` times.
 #[derive(Subcommand)]
 pub enum DeadLettersCommand {
-    /// List dead letters: consumer, message id, attempts, last error.
+    /// List dead letters: consumer, message id, attempts, and the last error
+    /// (or, for a message its handler refused, the reason).
     List,
     /// Deliver dead letters again. Each one that applies is removed; one that
     /// fails again stays, unchanged. Exit code 4 if any failed again.
@@ -34,11 +35,14 @@ pub fn execute(command: DeadLettersCommand, database: &Database) -> anyhow::Resu
         DeadLettersCommand::List => {
             let letters = database.inbox(Policy::default())?.dead_letters()?;
             for letter in &letters {
+                // A refused message was never retried: its reason is a
+                // verdict, not the last of several errors.
                 outln!(
-                    "{} {} attempts={} error={:?}",
+                    "{} {} attempts={} {}={:?}",
                     letter.consumer,
                     letter.message_id,
                     letter.attempts,
+                    if letter.refused { "refused" } else { "error" },
                     letter.error
                 )?;
             }
@@ -85,7 +89,7 @@ fn redrive(
                 applied += 1;
                 outln!("{} {}: applied", letter.consumer, letter.message_id)?;
             }
-            Outcome::Failed(error) | Outcome::DeadLettered(error) => {
+            Outcome::Failed(error) | Outcome::DeadLettered(error) | Outcome::Refused(error) => {
                 still_failing += 1;
                 outln!(
                     "{} {}: failed again: {error}",

@@ -23,8 +23,9 @@ use super::work::WorkArgs;
 /// the sender and reused on resends. Every consumer subscribed to the type
 /// gets the message once, however often it appears. Prints one summary line
 /// at the end. Exit code: 0 all applied or duplicate, 3 some lines rejected,
-/// 4 some deliveries failed or were dead-lettered (run the input again to
-/// retry failures), 5 both, 130 interrupted by Ctrl-C or SIGTERM.
+/// 4 some deliveries failed, were dead-lettered or were refused by their
+/// handler (run the input again to retry failures; see `dead-letters`), 5
+/// both, 130 interrupted by Ctrl-C or SIGTERM.
 #[derive(Args)]
 pub struct RunArgs {
     /// Input file; `-` or nothing reads standard input.
@@ -106,7 +107,7 @@ fn progress_bar(length: Option<u64>) -> ProgressBar {
 }
 
 pub(super) fn exit_code(summary: &Summary) -> ExitCode {
-    let failed = summary.failed + summary.dead_lettered > 0;
+    let failed = summary.failed + summary.dead_lettered + summary.refused > 0;
     match (summary.rejected > 0, failed) {
         (false, false) => ExitCode::SUCCESS,
         (true, false) => ExitCode::from(3),

@@ -1,34 +1,39 @@
 //! The consumers this service runs, and the registry that routes events to
 //! them.
 //!
-//! Both example consumers subscribe to the same event and so receive the
+//! Two example consumers subscribe to the same event and so receive the
 //! same message ids: `debit` keeps balances, `notify` writes one
 //! notification per channel. Their inbox rows do not collide because the
-//! inbox key includes the consumer name.
+//! inbox key includes the consumer name. A third, `refund`, credits
+//! refunds back: it keeps a business id of its own (the refund id), a rule
+//! across messages (never more than was paid) and refuses what can never
+//! apply.
 //!
 //! Each handler declares the operations it needs on its own tables as a
-//! trait ([`Ledger`], [`Outbox`]); [`Tables`] gathers them, and the
-//! database module implements each one with its SQL.
+//! trait ([`Ledger`], [`Outbox`], [`Refunds`]); [`Tables`] gathers them,
+//! and the database module implements each one with its SQL.
 
 mod debit;
 mod notify;
+mod refund;
 
 use std::sync::Arc;
 
 pub use debit::{Debit, Debited, Ledger, UnknownAccount};
 pub use notify::{CHANNELS, Notification, Notify, Outbox};
+pub use refund::{Refund, Refundable, Refunded, Refunds};
 
 use crate::handler::Handler;
 
 /// Everything handlers may do inside a delivery's transaction: one trait
 /// per handler's tables. A new handler adds its trait here.
-pub trait Tables: Ledger + Outbox {}
+pub trait Tables: Ledger + Outbox + Refunds {}
 
-impl<T: Ledger + Outbox + ?Sized> Tables for T {}
+impl<T: Ledger + Outbox + Refunds + ?Sized> Tables for T {}
 
 /// Every consumer this service knows, in a fixed order.
 pub fn all() -> Vec<Arc<dyn Handler>> {
-    vec![Arc::new(Debit), Arc::new(Notify)]
+    vec![Arc::new(Debit), Arc::new(Notify), Arc::new(Refund)]
 }
 
 /// Picks consumers by name; an empty list means all of them.

@@ -3,14 +3,25 @@
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use super::{Delivery, StorageError};
+use crate::handler::Refused;
 use crate::handlers::Tables;
+
+/// Why a handler did not apply a delivery, when the database is not to
+/// blame.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Failure {
+    /// It failed (an error, a panic): counted, and retried on redelivery.
+    Failed(String),
+    /// It refused the message for good ([`Refused`]): dead-lettered at once.
+    Refused(String),
+}
 
 /// Runs the delivery's handler on `tables`.
 ///
 /// * `Ok(Ok(()))`: it applied.
-/// * `Ok(Err(reason))`: the delivery failed (the handler returned an error
-///   or panicked); the caller rolls back its savepoint and counts the
-///   attempt against the message.
+/// * `Ok(Err(failure))`: the delivery failed or was refused; the caller
+///   rolls back its savepoint, then counts the attempt against the message
+///   or dead-letters it.
 /// * `Err(fault)`: the database itself failed (see
 ///   [`StorageError::is_storage_fault`]); not the message's fault, so the
 ///   whole batch is abandoned and nothing counts.
@@ -20,19 +31,24 @@ use crate::handlers::Tables;
 pub fn run_handler(
     delivery: &Delivery<'_>,
     tables: &mut dyn Tables,
-) -> Result<Result<(), String>, StorageError> {
+) -> Result<Result<(), Failure>, StorageError> {
     let result = catch_unwind(AssertUnwindSafe(|| {
         delivery.handler.apply(tables, delivery.message)
     }));
-    match result {
-        Ok(Ok(())) => Ok(Ok(())),
-        Ok(Err(error)) => match error.downcast::<StorageError>() {
-            Ok(storage) if storage.is_storage_fault() => Err(*storage),
-            Ok(storage) => Ok(Err(storage.to_string())),
-            Err(other) => Ok(Err(other.to_string())),
-        },
-        Err(panic) => Ok(Err(panic_message(panic))),
-    }
+    let error = match result {
+        Ok(Ok(())) => return Ok(Ok(())),
+        Ok(Err(error)) => error,
+        Err(panic) => return Ok(Err(Failure::Failed(panic_message(panic)))),
+    };
+    let error = match error.downcast::<StorageError>() {
+        Ok(storage) if storage.is_storage_fault() => return Err(*storage),
+        Ok(storage) => return Ok(Err(Failure::Failed(storage.to_string()))),
+        Err(other) => other,
+    };
+    Ok(Err(match error.downcast::<Refused>() {
+        Ok(refused) => Failure::Refused(refused.0),
+        Err(other) => Failure::Failed(other.to_string()),
+    }))
 }
 
 fn panic_message(panic: Box<dyn std::any::Any + Send>) -> String {

@@ -30,7 +30,7 @@
 mod apply;
 mod error;
 
-pub use apply::run_handler;
+pub use apply::{Failure, run_handler};
 pub use error::{StorageError, StorageFault};
 
 use crate::handler::Handler;
@@ -51,6 +51,11 @@ pub enum Outcome {
     /// message is parked as a dead letter (with its payload and this error)
     /// and further redeliveries are duplicates until it is re-driven.
     DeadLettered(String),
+    /// The handler refused the message for good (a rule it breaks, an
+    /// entity that does not exist: see [`crate::handler::Refused`]): its
+    /// writes rolled back, it is dead-lettered at once with this reason,
+    /// never retried, and further redeliveries are duplicates.
+    Refused(String),
 }
 
 /// One message for one consumer.
@@ -125,7 +130,7 @@ pub trait Inbox: Send {
     }
 }
 
-/// A message parked after too many failures.
+/// A message parked after too many failures, or refused by its handler.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DeadLetter {
     pub consumer: String,
@@ -134,6 +139,9 @@ pub struct DeadLetter {
     pub payload: String,
     pub error: String,
     pub attempts: u32,
+    /// Refused by its handler (never retried), rather than failed
+    /// `attempts` times.
+    pub refused: bool,
     /// Milliseconds since the Unix epoch.
     pub dead_at: i64,
 }
@@ -148,8 +156,8 @@ pub trait DeadLetters {
 
     /// Gives a dead letter another chance, in one transaction: forget its
     /// inbox row and attempt count, deliver it again, and delete the dead
-    /// letter only if it applied. If it fails again, everything is rolled
-    /// back and the dead letter stays as it was.
+    /// letter only if it applied. If it fails or is refused again,
+    /// everything is rolled back and the dead letter stays as it was.
     fn redrive(
         &mut self,
         handler: &dyn Handler,

@@ -239,7 +239,7 @@ fn verdict(outcomes: impl Iterator<Item = Outcome>) -> Verdict {
     let mut verdict = Verdict::Done;
     for outcome in outcomes {
         match outcome {
-            Outcome::DeadLettered(_) => return Verdict::Parked,
+            Outcome::DeadLettered(_) | Outcome::Refused(_) => return Verdict::Parked,
             Outcome::Failed(_) => verdict = Verdict::Retry,
             Outcome::Applied | Outcome::Duplicate => {}
         }
@@ -292,6 +292,7 @@ mod tests {
                 Verdict::Parked,
             ),
             (vec![DeadLettered("y".into()), Applied], Verdict::Parked),
+            (vec![Applied, Refused("z".into())], Verdict::Parked),
         ];
         for (outcomes, expected) in cases {
             assert_eq!(

@@ -5,9 +5,9 @@ use std::ops::AddAssign;
 
 use crate::inbox::Outcome;
 
-/// Outcome counts. `applied`, `duplicate`, `failed` and `dead_lettered`
-/// count deliveries (one message to one consumer); `rejected` counts input
-/// lines.
+/// Outcome counts. `applied`, `duplicate`, `failed`, `dead_lettered` and
+/// `refused` count deliveries (one message to one consumer); `rejected`
+/// counts input lines that were not messages at all.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Summary {
     pub applied: u64,
@@ -15,6 +15,7 @@ pub struct Summary {
     pub failed: u64,
     pub rejected: u64,
     pub dead_lettered: u64,
+    pub refused: u64,
 }
 
 impl Summary {
@@ -24,6 +25,7 @@ impl Summary {
             Outcome::Duplicate => self.duplicate += 1,
             Outcome::Failed(_) => self.failed += 1,
             Outcome::DeadLettered(_) => self.dead_lettered += 1,
+            Outcome::Refused(_) => self.refused += 1,
         }
     }
 }
@@ -35,6 +37,7 @@ impl AddAssign for Summary {
         self.failed += other.failed;
         self.rejected += other.rejected;
         self.dead_lettered += other.dead_lettered;
+        self.refused += other.refused;
     }
 }
 
@@ -42,8 +45,13 @@ impl fmt::Display for Summary {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "applied={} duplicate={} failed={} rejected={} dead_lettered={}",
-            self.applied, self.duplicate, self.failed, self.rejected, self.dead_lettered
+            "applied={} duplicate={} failed={} rejected={} dead_lettered={} refused={}",
+            self.applied,
+            self.duplicate,
+            self.failed,
+            self.rejected,
+            self.dead_lettered,
+            self.refused
         )
     }
 }

@@ -25,7 +25,7 @@ use super::poison::{self, PoisonStatements};
 use super::tables::{PgTables, TableStatements};
 use crate::handler::Handler;
 use crate::inbox::{
-    DeadLetter, DeadLetters, Delivery, Inbox, Outcome, Policy, StorageError, StorageFault,
+    DeadLetter, DeadLetters, Delivery, Failure, Inbox, Outcome, Policy, StorageError, StorageFault,
     run_handler, unix_millis,
 };
 use crate::message::Message;
@@ -250,18 +250,29 @@ impl<'a, 'c> BatchTx<'a, 'c> {
             return poison::park(self.tx, &self.statements.poison, delivery, self.received_at);
         }
         let mut tables = PgTables::new(self.tx, &self.statements.tables);
-        match run_handler(delivery, &mut tables)? {
-            Ok(()) => Ok(Outcome::Applied),
-            Err(reason) => {
-                self.tx
-                    .batch_execute("ROLLBACK TO SAVEPOINT delivery; RELEASE SAVEPOINT delivery")?;
-                self.in_savepoint = false;
+        let failure = match run_handler(delivery, &mut tables)? {
+            Ok(()) => return Ok(Outcome::Applied),
+            Err(failure) => failure,
+        };
+        self.tx
+            .batch_execute("ROLLBACK TO SAVEPOINT delivery; RELEASE SAVEPOINT delivery")?;
+        self.in_savepoint = false;
+        let poison = &self.statements.poison;
+        match failure {
+            // Refused: dead-lettered at once; its claim stays, so that
+            // redeliveries are duplicates.
+            Failure::Refused(reason) => {
+                poison::refuse(self.tx, poison, delivery, &reason, self.received_at)
+            }
+            // Failed: the claim is given back, so that a redelivery (or a
+            // later copy in this batch) applies it.
+            Failure::Failed(reason) => {
                 self.tx
                     .execute(&self.statements.give_back, &[&consumer, &id])?;
                 self.given_back.insert(key);
                 poison::record_failure(
                     self.tx,
-                    &self.statements.poison,
+                    poison,
                     delivery,
                     &reason,
                     self.received_at,

@@ -6,7 +6,8 @@
 //! that undoes everything the attempt did. When a message reaches the
 //! configured maximum it moves to `dead_letters` with its payload and last
 //! error, and its inbox row is written so that further redeliveries are
-//! duplicates.
+//! duplicates. A message its handler refused (see
+//! [`crate::handler::Refused`]) is dead-lettered at once, the same way.
 
 use postgres::{Client, GenericClient, Statement};
 
@@ -16,6 +17,7 @@ use crate::inbox::{DeadLetter, Delivery, Outcome, Policy, StorageError};
 pub(super) struct PoisonStatements {
     count_failure: Statement,
     dead_letter: Statement,
+    failures_so_far: Statement,
     record: Statement,
     forget_attempts: Statement,
 }
@@ -33,13 +35,15 @@ impl PoisonStatements {
             )?,
             dead_letter: client.prepare(
                 "INSERT INTO dead_letters
-                    (consumer, message_id, event_type, payload, error, attempts, dead_at)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7)
+                    (consumer, message_id, event_type, payload, error, attempts, refused, dead_at)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
                  ON CONFLICT (consumer, message_id) DO UPDATE
                     SET event_type = excluded.event_type, payload = excluded.payload,
                         error = excluded.error, attempts = excluded.attempts,
-                        dead_at = excluded.dead_at",
+                        refused = excluded.refused, dead_at = excluded.dead_at",
             )?,
+            failures_so_far: client
+                .prepare("SELECT failures FROM attempts WHERE consumer = $1 AND message_id = $2")?,
             record: client.prepare(
                 "INSERT INTO inbox (consumer, message_id, received_at) VALUES ($1, $2, $3)
                  ON CONFLICT DO NOTHING",
@@ -70,8 +74,27 @@ pub(super) fn record_failure(
         tracing::warn!(consumer, message_id = id, failures, %error, "delivery failed; it will apply on redelivery");
         return Ok(Outcome::Failed(error.to_owned()));
     }
-    dead_letter(tx, statements, delivery, error, failures, now)?;
+    dead_letter(tx, statements, delivery, error, failures, false, now)?;
     Ok(Outcome::DeadLettered(error.to_owned()))
+}
+
+/// Dead-letters a message its handler refused, at once: it would be
+/// refused again on every delivery.
+pub(super) fn refuse(
+    tx: &mut impl GenericClient,
+    statements: &PoisonStatements,
+    delivery: &Delivery<'_>,
+    reason: &str,
+    now: i64,
+) -> Result<Outcome, StorageError> {
+    let consumer = delivery.handler.consumer();
+    let id = delivery.message.id.as_str();
+    let failures = tx
+        .query_opt(&statements.failures_so_far, &[&consumer, &id])?
+        .map_or(0, |row| row.get::<_, i32>(0).unsigned_abs());
+    dead_letter(tx, statements, delivery, reason, failures + 1, true, now)?;
+    tracing::info!(consumer, message_id = id, %reason, "message refused by its handler");
+    Ok(Outcome::Refused(reason.to_owned()))
 }
 
 /// Parks a message that its source has delivered more often than attempts
@@ -87,7 +110,15 @@ pub(super) fn park(
         "delivered {} times without an outcome: the consumer may die while handling it",
         delivery.delivered
     );
-    dead_letter(tx, statements, delivery, &error, delivery.delivered, now)?;
+    dead_letter(
+        tx,
+        statements,
+        delivery,
+        &error,
+        delivery.delivered,
+        false,
+        now,
+    )?;
     Ok(Outcome::DeadLettered(error))
 }
 
@@ -99,6 +130,7 @@ fn dead_letter(
     delivery: &Delivery<'_>,
     error: &str,
     attempts: u32,
+    refused: bool,
     now: i64,
 ) -> Result<(), StorageError> {
     let consumer = delivery.handler.consumer();
@@ -114,6 +146,7 @@ fn dead_letter(
             &payload,
             &error,
             &attempts,
+            &refused,
             &now,
         ],
     )?;
@@ -126,7 +159,7 @@ fn dead_letter(
 /// Every dead letter, oldest first.
 pub(super) fn dead_letters(client: &mut Client) -> Result<Vec<DeadLetter>, StorageError> {
     let rows = client.query(
-        "SELECT consumer, message_id, event_type, payload, error, attempts, dead_at
+        "SELECT consumer, message_id, event_type, payload, error, attempts, refused, dead_at
          FROM dead_letters ORDER BY dead_at, consumer, message_id",
         &[],
     )?;
@@ -139,7 +172,8 @@ pub(super) fn dead_letters(client: &mut Client) -> Result<Vec<DeadLetter>, Stora
             payload: row.get(3),
             error: row.get(4),
             attempts: row.get::<_, i32>(5).unsigned_abs(),
-            dead_at: row.get(6),
+            refused: row.get(6),
+            dead_at: row.get(7),
         })
         .collect())
 }

@@ -28,9 +28,10 @@ CREATE TABLE IF NOT EXISTS attempts (
     PRIMARY KEY (consumer, message_id)
 );
 
--- Messages that failed max_attempts times, with what is needed to look at
--- them and re-drive them. Their inbox row is written at the same time, so a
--- redelivery is a duplicate instead of another failure.
+-- Messages that failed max_attempts times, or that their handler refused,
+-- with what is needed to look at them and re-drive them. Their inbox row is
+-- written at the same time, so a redelivery is a duplicate instead of
+-- another failure.
 CREATE TABLE IF NOT EXISTS dead_letters (
     consumer   text    NOT NULL,
     message_id text    COLLATE "C" NOT NULL,
@@ -38,6 +39,8 @@ CREATE TABLE IF NOT EXISTS dead_letters (
     payload    text    NOT NULL,
     error      text    NOT NULL,
     attempts   integer NOT NULL,
+    -- Refused by its handler (never retried), not failed `attempts` times.
+    refused    boolean NOT NULL DEFAULT false,
     dead_at    bigint  NOT NULL,
     PRIMARY KEY (consumer, message_id)
 );
@@ -54,6 +57,18 @@ CREATE TABLE IF NOT EXISTS debits (
     account    bigint NOT NULL,
     amount     bigint NOT NULL
 );
+
+-- `refund`: every refund credited, under its own refund id (from the
+-- payload): the same refund sent again under a new message id passes the
+-- inbox, and this key stops it. Looked up by payment to add up what was
+-- refunded of it.
+CREATE TABLE IF NOT EXISTS refunds (
+    refund_id  text   COLLATE "C" PRIMARY KEY,
+    payment_id text   COLLATE "C" NOT NULL,
+    account    bigint NOT NULL,
+    amount     bigint NOT NULL
+);
+CREATE INDEX IF NOT EXISTS refunds_by_payment ON refunds (payment_id);
 
 -- `notify`: the notifications outbox, one row per event and channel. The
 -- key must include the channel (one event, one email AND one push) and

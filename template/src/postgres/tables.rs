@@ -1,5 +1,5 @@
-//! The handlers' tables on PostgreSQL: the SQL behind [`Ledger`] and
-//! [`Outbox`].
+//! The handlers' tables on PostgreSQL: the SQL behind [`Ledger`],
+//! [`Outbox`] and [`Refunds`].
 //!
 //! Every statement is a round trip to the server, so the ones a delivery
 //! runs are prepared once per connection ([`TableStatements`]) and the
@@ -7,13 +7,16 @@
 
 use postgres::{GenericClient, Statement};
 
-use crate::handlers::{Debited, Ledger, Notification, Outbox};
+use crate::handlers::{Debited, Ledger, Notification, Outbox, Refundable, Refunded, Refunds};
 use crate::inbox::StorageError;
 
 /// The statements deliveries run, prepared on one connection.
 pub struct TableStatements {
     debit: Statement,
     queue_notification: Statement,
+    lock_payment: Statement,
+    refunded: Statement,
+    record_refund: Statement,
 }
 
 impl TableStatements {
@@ -32,6 +35,23 @@ impl TableStatements {
             queue_notification: client.prepare(
                 "INSERT INTO notifications (event_id, channel, account, body)
                  VALUES ($1, $2, $3, $4)",
+            )?,
+            lock_payment: client
+                .prepare("SELECT account, amount FROM debits WHERE payment_id = $1 FOR UPDATE")?,
+            refunded: client.prepare(
+                "SELECT coalesce(sum(amount), 0)::bigint FROM refunds WHERE payment_id = $1",
+            )?,
+            // Inserts the refund and credits its account in one round trip;
+            // no row back when a refund with this id is there already.
+            record_refund: client.prepare(
+                "WITH recorded AS (
+                     INSERT INTO refunds (refund_id, payment_id, account, amount)
+                     VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING
+                     RETURNING account, amount
+                 )
+                 UPDATE accounts SET balance = balance + recorded.amount
+                 FROM recorded WHERE accounts.id = recorded.account
+                 RETURNING 1",
             )?,
         })
     }
@@ -117,6 +137,61 @@ impl<C: GenericClient> Outbox for PgTables<'_, C> {
                 channel: row.get(1),
                 account: row.get(2),
                 body: row.get(3),
+            })
+            .collect())
+    }
+}
+
+impl<C: GenericClient> Refunds for PgTables<'_, C> {
+    /// Locks the debit's row, then adds up its refunds in a statement of
+    /// its own. At READ COMMITTED each statement sees what was committed
+    /// when it started: a sum taken in the statement that waits for the
+    /// lock (a CTE, a subquery) would miss the refund committed by the
+    /// transaction it waited for, and let two refunds through where there
+    /// was room for one.
+    fn refundable(&mut self, payment_id: &str) -> Result<Option<Refundable>, StorageError> {
+        let Some(payment) = self
+            .client
+            .query_opt(&self.statements.lock_payment, &[&payment_id])?
+        else {
+            return Ok(None);
+        };
+        let refunded: i64 = self
+            .client
+            .query_one(&self.statements.refunded, &[&payment_id])?
+            .get(0);
+        Ok(Some(Refundable {
+            account: payment.get(0),
+            debited: payment.get(1),
+            refunded,
+        }))
+    }
+
+    fn record_refund(&mut self, refund: &Refunded) -> Result<bool, StorageError> {
+        let recorded = self.client.query_opt(
+            &self.statements.record_refund,
+            &[
+                &refund.refund_id,
+                &refund.payment_id,
+                &refund.account,
+                &refund.amount,
+            ],
+        )?;
+        Ok(recorded.is_some())
+    }
+
+    fn refunds(&mut self) -> Result<Vec<Refunded>, StorageError> {
+        let rows = self.client.query(
+            "SELECT refund_id, payment_id, account, amount FROM refunds ORDER BY refund_id",
+            &[],
+        )?;
+        Ok(rows
+            .iter()
+            .map(|row| Refunded {
+                refund_id: row.get(0),
+                payment_id: row.get(1),
+                account: row.get(2),
+                amount: row.get(3),
             })
             .collect())
     }

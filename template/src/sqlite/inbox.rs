@@ -16,7 +16,7 @@ use super::poison;
 use super::tables::SqliteTables;
 use crate::handler::Handler;
 use crate::inbox::{
-    DeadLetter, DeadLetters, Delivery, Inbox, Outcome, Policy, StorageError, StorageFault,
+    DeadLetter, DeadLetters, Delivery, Failure, Inbox, Outcome, Policy, StorageError, StorageFault,
     run_handler, unix_millis,
 };
 use crate::message::Message;
@@ -137,30 +137,47 @@ fn deliver_one(
         statements.release.execute([])?;
         return Ok(outcome);
     }
-    match run_handler(delivery, &mut SqliteTables::new(db))? {
+    let failure = match run_handler(delivery, &mut SqliteTables::new(db))? {
         Ok(()) => {
             statements.release.execute([])?;
-            Ok(Outcome::Applied)
+            return Ok(Outcome::Applied);
         }
-        Err(reason) if db.is_autocommit() => {
-            // The handler's error ended the whole transaction (SQLite does
-            // that for RAISE(ROLLBACK) and some I/O errors): the batch is
-            // lost. Count the attempt in a transaction of its own, so that
-            // such a message still reaches its dead letter, and report the
-            // batch as not committed: nothing of it may be acknowledged.
-            db.execute_batch("BEGIN IMMEDIATE")?;
-            poison::record_failure(db, delivery, &reason, received_at, policy)?;
-            db.execute_batch("COMMIT")?;
-            Err(StorageError::new(
-                StorageFault::Unavailable,
-                format!("a handler's error rolled back the whole batch: {reason}"),
-            ))
+        Err(failure) => failure,
+    };
+    if db.is_autocommit() {
+        // The handler's error ended the whole transaction (SQLite does
+        // that for RAISE(ROLLBACK) and some I/O errors): the batch is
+        // lost. Record the failure in a transaction of its own, so that
+        // such a message still reaches its dead letter, and report the
+        // batch as not committed: nothing of it may be acknowledged.
+        db.execute_batch("BEGIN IMMEDIATE")?;
+        let reason = settle_failure(db, delivery, &failure, received_at, policy)?;
+        db.execute_batch("COMMIT")?;
+        return Err(StorageError::new(
+            StorageFault::Unavailable,
+            format!("a handler's error rolled back the whole batch: {reason:?}"),
+        ));
+    }
+    statements.rollback_to.execute([])?;
+    statements.release.execute([])?;
+    settle_failure(db, delivery, &failure, received_at, policy)
+}
+
+/// Records what a failed delivery means, once its writes are rolled back:
+/// a counted failure (perhaps the last one, a dead letter), or a refusal,
+/// dead-lettered at once.
+fn settle_failure(
+    db: &Connection,
+    delivery: &Delivery<'_>,
+    failure: &Failure,
+    received_at: i64,
+    policy: Policy,
+) -> Result<Outcome, StorageError> {
+    match failure {
+        Failure::Failed(reason) => {
+            poison::record_failure(db, delivery, reason, received_at, policy)
         }
-        Err(reason) => {
-            statements.rollback_to.execute([])?;
-            statements.release.execute([])?;
-            poison::record_failure(db, delivery, &reason, received_at, policy)
-        }
+        Failure::Refused(reason) => poison::refuse(db, delivery, reason, received_at),
     }
 }
 

@@ -6,7 +6,9 @@
 //! that undoes everything the attempt did. When a message reaches the
 //! configured maximum it moves to `dead_letters` with its payload and last
 //! error, and its inbox row is written so that further redeliveries are
-//! duplicates. `redrive` gives a dead letter another chance.
+//! duplicates. A message its handler refused (see
+//! [`crate::handler::Refused`]) is dead-lettered at once, the same way.
+//! `redrive` gives a dead letter another chance.
 
 use rusqlite::{Connection, OptionalExtension, params};
 
@@ -37,8 +39,28 @@ pub(super) fn record_failure(
         tracing::warn!(consumer, message_id = id, failures, %error, "delivery failed; it will apply on redelivery");
         return Ok(Outcome::Failed(error.to_owned()));
     }
-    dead_letter(db, delivery, error, failures, now)?;
+    dead_letter(db, delivery, error, failures, false, now)?;
     Ok(Outcome::DeadLettered(error.to_owned()))
+}
+
+/// Dead-letters a message its handler refused, at once: it would be
+/// refused again on every delivery.
+pub(super) fn refuse(
+    db: &Connection,
+    delivery: &Delivery<'_>,
+    reason: &str,
+    now: i64,
+) -> Result<Outcome, StorageError> {
+    let consumer = delivery.handler.consumer();
+    let id = delivery.message.id.as_str();
+    let failures: u32 = db
+        .prepare_cached("SELECT failures FROM attempts WHERE consumer = ?1 AND message_id = ?2")?
+        .query_row(params![consumer, id], |row| row.get(0))
+        .optional()?
+        .unwrap_or(0);
+    dead_letter(db, delivery, reason, failures + 1, true, now)?;
+    tracing::info!(consumer, message_id = id, %reason, "message refused by its handler");
+    Ok(Outcome::Refused(reason.to_owned()))
 }
 
 /// Parks a message that its source has delivered more often than attempts
@@ -53,7 +75,7 @@ pub(super) fn park(
         "delivered {} times without an outcome: the consumer may die while handling it",
         delivery.delivered
     );
-    dead_letter(db, delivery, &error, delivery.delivered, now)?;
+    dead_letter(db, delivery, &error, delivery.delivered, false, now)?;
     Ok(Outcome::DeadLettered(error))
 }
 
@@ -64,6 +86,7 @@ fn dead_letter(
     delivery: &Delivery<'_>,
     error: &str,
     attempts: u32,
+    refused: bool,
     now: i64,
 ) -> Result<(), StorageError> {
     let consumer = delivery.handler.consumer();
@@ -71,11 +94,11 @@ fn dead_letter(
     let (event_type, payload) = delivery.message.event.encode();
     db.prepare_cached(
         "INSERT OR REPLACE INTO dead_letters
-            (consumer, message_id, event_type, payload, error, attempts, dead_at)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            (consumer, message_id, event_type, payload, error, attempts, refused, dead_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
     )?
     .execute(params![
-        consumer, id, event_type, payload, error, attempts, now
+        consumer, id, event_type, payload, error, attempts, refused, now
     ])?;
     db.prepare_cached(
         "INSERT OR IGNORE INTO inbox (consumer, message_id, received_at) VALUES (?1, ?2, ?3)",
@@ -90,7 +113,7 @@ fn dead_letter(
 /// Every dead letter, oldest first.
 pub(super) fn dead_letters(db: &Connection) -> Result<Vec<DeadLetter>, StorageError> {
     let mut statement = db.prepare(
-        "SELECT consumer, message_id, event_type, payload, error, attempts, dead_at
+        "SELECT consumer, message_id, event_type, payload, error, attempts, refused, dead_at
          FROM dead_letters ORDER BY dead_at, consumer, message_id",
     )?;
     let rows = statement.query_map([], |row| {
@@ -101,7 +124,8 @@ pub(super) fn dead_letters(db: &Connection) -> Result<Vec<DeadLetter>, StorageEr
             payload: row.get(3)?,
             error: row.get(4)?,
             attempts: row.get(5)?,
-            dead_at: row.get(6)?,
+            refused: row.get(6)?,
+            dead_at: row.get(7)?,
         })
     })?;
     Ok(rows.collect::<Result<_, _>>()?)

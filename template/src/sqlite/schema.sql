@@ -24,9 +24,10 @@ CREATE TABLE IF NOT EXISTS attempts (
     PRIMARY KEY (consumer, message_id)
 ) WITHOUT ROWID;
 
--- Messages that failed max_attempts times, with what is needed to look at
--- them and re-drive them. Their inbox row is written at the same time, so a
--- redelivery is a duplicate instead of another failure.
+-- Messages that failed max_attempts times, or that their handler refused,
+-- with what is needed to look at them and re-drive them. Their inbox row is
+-- written at the same time, so a redelivery is a duplicate instead of
+-- another failure.
 CREATE TABLE IF NOT EXISTS dead_letters (
     consumer   TEXT    NOT NULL,
     message_id TEXT    NOT NULL,
@@ -34,6 +35,8 @@ CREATE TABLE IF NOT EXISTS dead_letters (
     payload    TEXT    NOT NULL,
     error      TEXT    NOT NULL,
     attempts   INTEGER NOT NULL,
+    -- 1: refused by its handler (never retried); 0: failed `attempts` times.
+    refused    INTEGER NOT NULL DEFAULT 0,
     dead_at    INTEGER NOT NULL,
     PRIMARY KEY (consumer, message_id)
 ) WITHOUT ROWID;
@@ -50,6 +53,18 @@ CREATE TABLE IF NOT EXISTS debits (
     account    INTEGER NOT NULL,
     amount     INTEGER NOT NULL
 ) WITHOUT ROWID;
+
+-- `refund`: every refund credited, under its own refund id (from the
+-- payload): the same refund sent again under a new message id passes the
+-- inbox, and this key stops it. Looked up by payment to add up what was
+-- refunded of it.
+CREATE TABLE IF NOT EXISTS refunds (
+    refund_id  TEXT    NOT NULL PRIMARY KEY,
+    payment_id TEXT    NOT NULL,
+    account    INTEGER NOT NULL,
+    amount     INTEGER NOT NULL
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS refunds_by_payment ON refunds (payment_id);
 
 -- `notify`: the notifications outbox, one row per event and channel. The
 -- key must include the channel (one event, one email AND one push) and

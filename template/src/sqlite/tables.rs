@@ -1,11 +1,12 @@
-//! The handlers' tables on SQLite: the SQL behind [`Ledger`] and [`Outbox`].
+//! The handlers' tables on SQLite: the SQL behind [`Ledger`], [`Outbox`]
+//! and [`Refunds`].
 //!
 //! Statements go through the connection's statement cache, so a batch of
 //! deliveries prepares each one once.
 
-use rusqlite::{Connection, params};
+use rusqlite::{Connection, OptionalExtension, params};
 
-use crate::handlers::{Debited, Ledger, Notification, Outbox};
+use crate::handlers::{Debited, Ledger, Notification, Outbox, Refundable, Refunded, Refunds};
 use crate::inbox::StorageError;
 
 /// The handlers' tables, seen through one connection (usually inside the
@@ -94,6 +95,65 @@ impl Outbox for SqliteTables<'_> {
                 channel: row.get(1)?,
                 account: row.get(2)?,
                 body: row.get(3)?,
+            })
+        })?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+}
+
+impl Refunds for SqliteTables<'_> {
+    /// No lock to take: every delivery's transaction is `BEGIN IMMEDIATE`,
+    /// so no other transaction writes until this one ends.
+    fn refundable(&mut self, payment_id: &str) -> Result<Option<Refundable>, StorageError> {
+        Ok(self
+            .db
+            .prepare_cached(
+                "SELECT account, amount,
+                        (SELECT coalesce(sum(amount), 0) FROM refunds WHERE payment_id = ?1)
+                 FROM debits WHERE payment_id = ?1",
+            )?
+            .query_row([payment_id], |row| {
+                Ok(Refundable {
+                    account: row.get(0)?,
+                    debited: row.get(1)?,
+                    refunded: row.get(2)?,
+                })
+            })
+            .optional()?)
+    }
+
+    fn record_refund(&mut self, refund: &Refunded) -> Result<bool, StorageError> {
+        let inserted = self
+            .db
+            .prepare_cached(
+                "INSERT INTO refunds (refund_id, payment_id, account, amount)
+                 VALUES (?1, ?2, ?3, ?4) ON CONFLICT DO NOTHING",
+            )?
+            .execute(params![
+                refund.refund_id,
+                refund.payment_id,
+                refund.account,
+                refund.amount
+            ])?;
+        if inserted == 0 {
+            return Ok(false);
+        }
+        self.db
+            .prepare_cached("UPDATE accounts SET balance = balance + ?1 WHERE id = ?2")?
+            .execute(params![refund.amount, refund.account])?;
+        Ok(true)
+    }
+
+    fn refunds(&mut self) -> Result<Vec<Refunded>, StorageError> {
+        let mut statement = self.db.prepare(
+            "SELECT refund_id, payment_id, account, amount FROM refunds ORDER BY refund_id",
+        )?;
+        let rows = statement.query_map([], |row| {
+            Ok(Refunded {
+                refund_id: row.get(0)?,
+                payment_id: row.get(1)?,
+                account: row.get(2)?,
+                amount: row.get(3)?,
             })
         })?;
         Ok(rows.collect::<Result<_, _>>()?)

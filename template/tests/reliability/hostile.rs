@@ -78,7 +78,7 @@ fn hostile_lines_are_rejected_one_by_one_and_valid_ones_all_apply() {
     // Valid: lines 1, 13, 20, 21 (a duplicate of line 1) and 23; two consumers each.
     assert_eq!(
         stdout.trim(),
-        "applied=8 duplicate=2 failed=0 rejected=18 dead_lettered=0"
+        "applied=8 duplicate=2 failed=0 rejected=18 dead_lettered=0 refused=0"
     );
     let rejects: Vec<&str> = stderr
         .lines()
@@ -110,7 +110,7 @@ fn an_empty_input_is_a_clean_run() {
     assert_eq!(output.status.code(), Some(0));
     assert_eq!(
         String::from_utf8_lossy(&output.stdout).trim(),
-        "applied=0 duplicate=0 failed=0 rejected=0 dead_lettered=0"
+        "applied=0 duplicate=0 failed=0 rejected=0 dead_lettered=0 refused=0"
     );
 }
 

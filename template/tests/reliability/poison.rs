@@ -208,7 +208,7 @@ fn the_command_line_lists_and_redrives_dead_letters() {
         first,
         (
             Some(4),
-            "applied=3 duplicate=0 failed=1 rejected=0 dead_lettered=0\n".into()
+            "applied=3 duplicate=0 failed=1 rejected=0 dead_lettered=0 refused=0\n".into()
         )
     );
     let second = run(&["run", input, "--max-attempts", "2"]);
@@ -216,13 +216,13 @@ fn the_command_line_lists_and_redrives_dead_letters() {
         second,
         (
             Some(4),
-            "applied=0 duplicate=3 failed=0 rejected=0 dead_lettered=1\n".into()
+            "applied=0 duplicate=3 failed=0 rejected=0 dead_lettered=1 refused=0\n".into()
         )
     );
     let third = run(&["run", input, "--max-attempts", "2"]);
     assert_eq!(
         third.1,
-        "applied=0 duplicate=4 failed=0 rejected=0 dead_lettered=0\n"
+        "applied=0 duplicate=4 failed=0 rejected=0 dead_lettered=0 refused=0\n"
     );
 
     let listed = run(&["dead-letters", "list"]);

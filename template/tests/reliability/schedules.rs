@@ -121,19 +121,19 @@ fn check(inbox: &dyn InboxUnderTest, schedule: &[Step]) -> Result<(), TestCaseEr
         let problems = if last {
             let mut problems = Expected::of(&debit, &debit_done)
                 .map_err(fail)?
-                .problems(&state_of(&fixture, &debit));
+                .problems(&state_of(&fixture, &debit), &BTreeSet::new());
             problems.extend(
                 Expected::of(&notify, &notify_done)
                     .map_err(fail)?
-                    .problems(&state_of(&fixture, &notify)),
+                    .problems(&state_of(&fixture, &notify), &BTreeSet::new()),
             );
             problems
         } else {
             let mut problems = Vec::new();
-            if state_of(&fixture, &debit) != debit.expected(&debit_done) {
+            if state_of(&fixture, &debit) != debit.model(&debit_done).state {
                 problems.push("debit's state differs from its model".to_owned());
             }
-            if state_of(&fixture, &notify) != notify.expected(&notify_done) {
+            if state_of(&fixture, &notify) != notify.model(&notify_done).state {
                 problems.push("notify's state differs from its model".to_owned());
             }
             problems

@@ -1,12 +1,13 @@
 //! The judge: what "effectively once" means, checked after a scenario.
 
-use std::collections::HashSet;
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 
+use {{crate_name}}::handler::Refused;
+use {{crate_name}}::inbox::DeadLetter;
 use {{crate_name}}::message::Message;
 use {{crate_name}}::pipeline::Summary;
-use {{crate_name}}::store::Store;
 
-use super::{Subject, state_of};
+use super::{Model, Subject, state_of};
 use crate::support::database::Fixture;
 
 /// What a scenario left behind for one consumer.
@@ -15,6 +16,19 @@ pub struct Observed<State> {
     pub outcomes: Summary,
     pub inbox_rows: usize,
     pub state: State,
+    /// The consumer's dead letters, refused ones included.
+    pub dead_letters: Vec<DeadLetter>,
+}
+
+impl<State> Observed<State> {
+    /// The ids of the messages the handler refused (dead-lettered at once).
+    pub fn refused(&self) -> BTreeSet<String> {
+        self.dead_letters
+            .iter()
+            .filter(|letter| letter.refused)
+            .map(|letter| letter.message_id.clone())
+            .collect()
+    }
 }
 
 /// A scenario's run: what it delivered and what it left behind.
@@ -66,60 +80,90 @@ impl std::fmt::Display for Violation {
     }
 }
 
-/// The state a subject must end in after some distinct messages were
+/// What a subject must end in after some distinct messages were each
 /// applied once, by two independent routes.
 #[derive(Debug)]
 pub struct Expected<State> {
     /// From the subject's model (no database, no handler).
-    pub model: State,
+    pub model: Model<State>,
     /// From applying each message once, straight through the handler, to
     /// a fresh database (no inbox).
-    pub once_only: State,
+    pub once_only: Model<State>,
 }
 
 impl<State: PartialEq + std::fmt::Debug> Expected<State> {
-    /// Both expectations for `applied` (repeats of an id are ignored).
+    /// Both expectations for `applied` (repeats of an id are ignored), in
+    /// this order.
     pub fn of<S: Subject<State = State>>(
         subject: &S,
         applied: &[Message],
     ) -> Result<Self, Violation> {
         let distinct = distinct(applied);
-        let handler = subject.handler();
-        let once_only = Fixture::scratch(|tables| {
-            subject.seed(tables).expect("seed");
-            for message in &distinct {
-                handler.apply(tables, message).map_err(|error| {
-                    Violation(format!(
-                        "`{}` fails even when each message is applied once to a fresh database: {error}",
-                        handler.consumer()
-                    ))
-                })?;
-            }
-            Ok(subject.state(tables).expect("read the state"))
-        })?;
         Ok(Self {
-            model: subject.expected(&distinct),
-            once_only,
+            model: subject.model(&distinct),
+            once_only: once_only(subject, &distinct)?,
         })
     }
 
-    /// What is wrong with `state`, if anything.
-    pub fn problems(&self, state: &State) -> Vec<String> {
+    /// The ids the model refuses.
+    pub fn refused(&self) -> BTreeSet<String> {
+        self.model.refused.keys().cloned().collect()
+    }
+
+    /// What is wrong with `state` and the `refused` ids, if anything.
+    pub fn problems(&self, state: &State, refused: &BTreeSet<String>) -> Vec<String> {
         let mut problems = Vec::new();
-        if *state != self.model {
-            problems.push(format!(
-                "state is {state:?}, the model gives {:?}",
-                self.model
-            ));
-        }
-        if *state != self.once_only {
-            problems.push(format!(
-                "state is {state:?}, applying each message once gives {:?}",
-                self.once_only
-            ));
+        for (route, expected) in [
+            ("the model", &self.model),
+            ("applying each message once", &self.once_only),
+        ] {
+            if *state != expected.state {
+                problems.push(format!(
+                    "state is {state:?}, {route} gives {:?}",
+                    expected.state
+                ));
+            }
+            let must_refuse: BTreeSet<String> = expected.refused.keys().cloned().collect();
+            if *refused != must_refuse {
+                problems.push(format!(
+                    "the handler refused {refused:?}, {route} refuses {:?}",
+                    expected.refused
+                ));
+            }
         }
         problems
     }
+}
+
+/// Applies `messages` once each, in order, straight through the handler to
+/// an empty database, each under a savepoint: a message the handler
+/// refuses may have written before refusing, and that is rolled back.
+fn once_only<S: Subject>(subject: &S, messages: &[Message]) -> Result<Model<S::State>, Violation> {
+    let handler = subject.handler();
+    Fixture::scratch(|scratch| {
+        scratch.read(|tables| subject.seed(tables)).expect("seed");
+        let mut refused = BTreeMap::new();
+        for message in messages {
+            let Err(error) = scratch.attempt(|tables| handler.apply(tables, message)) else {
+                continue;
+            };
+            match error.downcast::<Refused>() {
+                Ok(refusal) => {
+                    refused.insert(message.id.to_string(), refusal.0);
+                }
+                Err(error) => {
+                    return Err(Violation(format!(
+                        "`{}` fails even when each message is applied once to a fresh database: {error}",
+                        handler.consumer()
+                    )));
+                }
+            }
+        }
+        let state = scratch
+            .read(|tables| subject.state(tables))
+            .expect("read the state");
+        Ok(Model { state, refused })
+    })
 }
 
 /// The messages with repeated ids left out, in first-seen order.
@@ -133,8 +177,9 @@ pub fn distinct(messages: &[Message]) -> Vec<Message> {
 }
 
 impl<State: PartialEq + std::fmt::Debug> Play<State> {
-    /// Judges the run: state equal to the model and to once-only, one inbox
-    /// row per distinct message, no failures, every other delivery a
+    /// Judges the run: state and refusals equal to the model and to
+    /// once-only, one inbox row per distinct message, no failures, each
+    /// message applied or refused once and every other delivery a
     /// duplicate.
     pub fn judge<S: Subject<State = State>>(self, subject: &S) -> Result<Self, Violation> {
         let expected = Expected::of(subject, &self.messages)?;
@@ -145,13 +190,15 @@ impl<State: PartialEq + std::fmt::Debug> Play<State> {
     /// plays of the same messages.
     pub fn judge_against(self, expected: &Expected<State>) -> Result<Self, Violation> {
         let distinct = distinct(&self.messages).len() as u64;
+        let refused = expected.model.refused.len() as u64;
         let expected_outcomes = Summary {
-            applied: distinct,
+            applied: distinct - refused,
+            refused,
             duplicate: self.deliveries - distinct,
             ..Summary::default()
         };
         let observed = &self.observed;
-        let mut problems = expected.problems(&observed.state);
+        let mut problems = expected.problems(&observed.state, &observed.refused());
         if observed.inbox_rows as u64 != distinct {
             problems.push(format!(
                 "inbox holds {} rows for {distinct} distinct messages",
@@ -187,5 +234,10 @@ pub fn observe<S: Subject>(
         outcomes,
         inbox_rows: super::inbox_rows(fixture, consumer),
         state: state_of(fixture, subject),
+        dead_letters: fixture
+            .dead_letters()
+            .into_iter()
+            .filter(|letter| letter.consumer == consumer)
+            .collect(),
     }
 }

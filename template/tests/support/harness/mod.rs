@@ -4,11 +4,12 @@
 //! A consumer is judged on three counts after every schedule (duplicates,
 //! parallel workers, failures then redelivery, a restart...):
 //!
-//! * its state equals the subject's **model**: the state it *should* have,
-//!   written by hand as a pure function of the distinct messages, so a
-//!   handler that does nothing or the wrong thing fails;
-//! * its state equals the **once-only oracle**: each distinct message
-//!   applied once, straight through the handler, to a fresh database;
+//! * its state, and which messages it refused, equal the subject's
+//!   **model**: written by hand as a pure function of the distinct
+//!   messages, so a handler that does nothing, the wrong thing, or lets
+//!   through what it must refuse fails;
+//! * they equal the **once-only oracle** too: each distinct message applied
+//!   once, straight through the handler, to a fresh database;
 //! * the inbox holds one row per distinct message, and the outcomes add up.
 //!
 //! To test a handler, implement [`Subject`] for it (see `subjects.rs`) and
@@ -24,28 +25,35 @@ mod scenarios;
 
 pub use env::{Prng, env_number, now_millis, stress_messages, stress_workers};
 pub use faults::{AlwaysFail, FailFirstAttempt};
-pub use judge::{Expected, Observed, Play, Violation};
+pub use judge::{Expected, Observed, Play, Violation, distinct};
 pub use scenarios::{
-    AFTER_FAILURE, AFTER_PURGE, COMMIT_FAILED, FIRST_PROCESS, PARALLEL_ROUNDS, Purger, RealPurge,
-    Scenario, THROUGH_THE_INBOX, both_consumers, business_key, deliver_all, exact_ids,
-    failed_commit, parallel, play_both_consumers, play_business_key, play_exact_ids,
-    play_failed_commit, play_parallel, play_purge_edge, play_redeliver_after_failure, play_restart,
-    play_run_twice, purge_edge, redeliver_after_failure, required_scenarios, restart, run_twice,
-    serve_second_process, tricky_ids,
+    AFTER_FAILURE, AFTER_PURGE, AFTER_RESENDS, COMMIT_FAILED, FIRST_PROCESS, PARALLEL_ROUNDS,
+    Purger, RealPurge, Scenario, THROUGH_THE_INBOX, both_consumers, business_key, deliver_all,
+    deliver_mixed, exact_ids, failed_commit, parallel, play_both_consumers, play_business_key,
+    play_exact_ids, play_failed_commit, play_parallel, play_purge_edge,
+    play_redeliver_after_failure, play_restart, play_run_twice, purge_edge,
+    redeliver_after_failure, required_scenarios, restart, run_twice, serve_second_process,
+    tricky_ids,
 };
 
+use std::collections::BTreeMap;
 use std::fmt::Debug;
 use std::sync::Arc;
 
 use {{crate_name}}::handler::Handler;
 use {{crate_name}}::handlers::Tables;
 use {{crate_name}}::inbox::{Delivery, Inbox, Outcome, Policy, StorageError};
-use {{crate_name}}::message::Message;
+use {{crate_name}}::message::{Message, MessageId};
 use {{crate_name}}::store::Store;
 
 use crate::support::database::Fixture;
 
 /// A handler under test, with what the harness needs to judge it.
+///
+/// The harness never makes up a message: every message a scenario delivers
+/// is a new business fact from [`Subject::fact`], a resend of one
+/// ([`Subject::resend`]), or a repeat of one under a new id
+/// ([`Subject::repeat`]), each used for what it means.
 pub trait Subject: Sync {
     /// The part of the database the handler owns, read back for comparison.
     type State: PartialEq + Debug;
@@ -53,18 +61,66 @@ pub trait Subject: Sync {
     fn handler(&self) -> Arc<dyn Handler>;
     /// Business state every scenario starts from (e.g. an account with 1,000).
     fn seed(&self, tables: &mut dyn Tables) -> Result<(), StorageError>;
-    /// `count` distinct messages the handler subscribes to.
-    fn messages(&self, count: usize) -> Vec<Message>;
+    /// A new business fact (a new payment, a refund with a refund id of its
+    /// own...) sent under the message id `id`. `n` numbers the facts of a
+    /// scenario from 0, for subjects that vary them (accounts, amounts,
+    /// the messages they must refuse). Facts must not depend on each
+    /// other's order: rules across messages belong to [`Subject::contended`].
+    fn fact(&self, id: MessageId, n: usize) -> Message;
+    /// `message` sent again by its sender under the same id, with other
+    /// content (a fresh timestamp, a corrected payload). It is still the
+    /// same message: the inbox refuses it, and the handler's own tables must
+    /// refuse it too if it ever gets past the inbox.
+    fn resend(&self, message: &Message) -> Message;
+    /// The business fact of `message` sent again under the new message id
+    /// `id` (a producer that lost track and published it twice): its
+    /// business key (a refund id in the payload) must refuse it, since the
+    /// inbox cannot. `None` when the message id is the business key (one
+    /// payment is one message): a new id is then a new fact.
+    fn repeat(&self, message: &Message, id: MessageId) -> Option<Message>;
     /// Reads the handler's state.
     fn state(&self, tables: &mut dyn Tables) -> Result<Self::State, StorageError>;
-    /// The model: the state after each of `applied` (distinct messages)
-    /// was applied exactly once, computed by hand, without a database.
-    fn expected(&self, applied: &[Message]) -> Self::State;
-    /// `message` sent again under the same id with different content (a
-    /// sender's retry with a fresh timestamp, a corrected payload). It is
-    /// still the same message: the handler's own tables must refuse it if
-    /// it ever gets past the inbox.
-    fn resend(&self, message: &Message) -> Message;
+    /// The model: what applying each of `messages` (distinct) once, in this
+    /// order, must give: the state, and which messages the handler refuses.
+    /// Computed by hand, without a database.
+    fn model(&self, messages: &[Message]) -> Model<Self::State>;
+    /// A few different facts about one business entity whose outcomes
+    /// depend on their order (refunds of one payment that together exceed
+    /// it), for the rules-across-messages scenario: delivered at once, they
+    /// must end as some serial order of them would. `round` numbers the
+    /// rounds: each round's facts are about a new entity. None by default:
+    /// a consumer without rules across messages.
+    fn contended(&self, _round: usize) -> Vec<Message> {
+        Vec::new()
+    }
+}
+
+/// What a subject's model says `messages` must give.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Model<State> {
+    pub state: State,
+    /// The messages the handler must refuse, by id, with why.
+    pub refused: BTreeMap<String, String>,
+}
+
+impl<State> Model<State> {
+    /// Every message applied, none refused.
+    pub fn applied(state: State) -> Self {
+        Self {
+            state,
+            refused: BTreeMap::new(),
+        }
+    }
+}
+
+/// `count` new facts of `subject`, ids `<prefix>00001` and up.
+pub fn facts<S: Subject + ?Sized>(subject: &S, prefix: &str, count: usize) -> Vec<Message> {
+    (0..count)
+        .map(|n| {
+            let id = MessageId::new(format!("{prefix}{:05}", n + 1)).expect("a valid id");
+            subject.fact(id, n)
+        })
+        .collect()
 }
 
 /// The part of a [`Subject`] that set-up needs, without its state type, so
@@ -181,14 +237,22 @@ pub fn state_of<S: Subject>(fixture: &Fixture, subject: &S) -> S::State {
         .expect("read the subject's state")
 }
 
-/// Asserts that `subject`'s state in `fixture` is each distinct message of
-/// `applied` applied once, judged by the subject's model and by the
-/// once-applied oracle; the panic lists what differs.
+/// Asserts that `subject`'s state in `fixture`, and the messages it
+/// refused, are each distinct message of `applied` applied once, judged by
+/// the subject's model and by the once-applied oracle; the panic lists
+/// what differs.
 #[track_caller]
 pub fn assert_applied_once<S: Subject>(fixture: &Fixture, subject: &S, applied: &[Message]) {
+    let consumer = subject.handler().consumer();
+    let refused = fixture
+        .dead_letters()
+        .into_iter()
+        .filter(|letter| letter.consumer == consumer && letter.refused)
+        .map(|letter| letter.message_id)
+        .collect();
     let problems = Expected::of(subject, applied)
         .unwrap_or_else(|violation| panic!("{violation:?}"))
-        .problems(&state_of(fixture, subject));
+        .problems(&state_of(fixture, subject), &refused);
     assert!(
         problems.is_empty(),
         "{} is not each message applied once: {}",

@@ -22,7 +22,9 @@ use postgres::Client;
 
 use {{crate_name}}::database::{Database, PgInbox, PgTables, Settings, TableStatements};
 use {{crate_name}}::handlers::Tables;
-use {{crate_name}}::inbox::{Delivery, Inbox, Outcome, Policy, StorageError};
+use {{crate_name}}::inbox::{
+    DeadLetter, DeadLetters, Delivery, Inbox, Outcome, Policy, StorageError,
+};
 use {{crate_name}}::store::Store;
 
 use super::PgRaw;
@@ -220,6 +222,17 @@ impl Fixture {
     /// slot's if it has one with `policy`, a new connection otherwise. It
     /// goes back to the slot when dropped.
     pub fn inbox(&self, policy: Policy) -> Box<dyn Inbox> {
+        Box::new(self.borrow_inbox(policy))
+    }
+
+    /// Every dead letter, oldest first.
+    pub fn dead_letters(&self) -> Vec<DeadLetter> {
+        let mut borrowed = self.borrow_inbox(Policy::default());
+        let inbox = borrowed.inbox.as_mut().expect("lent");
+        inbox.dead_letters().expect("read the dead letters")
+    }
+
+    fn borrow_inbox(&self, policy: Policy) -> Borrowed {
         let reused = self.slot.lock().expect("slot").as_mut().and_then(|slot| {
             let at = slot
                 .idle_inboxes
@@ -228,18 +241,18 @@ impl Fixture {
             Some(slot.idle_inboxes.swap_remove(at).1)
         });
         let inbox = reused.unwrap_or_else(|| self.database().inbox(policy).expect("open inbox"));
-        Box::new(Borrowed {
+        Borrowed {
             inbox: Some(inbox),
             policy,
             home: self.slot.clone(),
-        })
+        }
     }
 
     /// Runs `work` on the tables of an empty database, in a transaction
     /// that is always rolled back: a fresh database for every call, without
     /// the cost of creating one. The tables are temporary ones of a single
     /// connection kept for the whole test process, so nothing outlives it.
-    pub fn scratch<T>(work: impl FnOnce(&mut dyn Tables) -> T) -> T {
+    pub fn scratch<T>(work: impl FnOnce(&mut Scratch<'_, '_>) -> T) -> T {
         static SCRATCH: Mutex<Option<(Client, TableStatements)>> = Mutex::new(None);
         let mut scratch = SCRATCH
             .lock()
@@ -255,7 +268,10 @@ impl Fixture {
             (client, statements)
         });
         let mut tx = client.transaction().expect("begin");
-        work(&mut PgTables::new(&mut tx, statements))
+        work(&mut Scratch {
+            tx: &mut tx,
+            statements,
+        })
     }
 
     /// The database, as the consumer opens it.
@@ -340,6 +356,33 @@ impl Drop for Fixture {
         ) {
             let _ = slot.reader.batch_execute(row.get::<_, &str>(0));
         }
+    }
+}
+
+/// A scratch database's tables, in a transaction that will be rolled back.
+pub struct Scratch<'s, 'c> {
+    tx: &'s mut postgres::Transaction<'c>,
+    statements: &'s TableStatements,
+}
+
+impl Scratch<'_, '_> {
+    /// Runs `step` under a savepoint: if it returns an error, what it wrote
+    /// is rolled back and the rest stays.
+    pub fn attempt<E>(
+        &mut self,
+        step: impl FnOnce(&mut dyn Tables) -> Result<(), E>,
+    ) -> Result<(), E> {
+        let mut savepoint = self.tx.transaction().expect("savepoint");
+        let result = step(&mut PgTables::new(&mut savepoint, self.statements));
+        if result.is_ok() {
+            savepoint.commit().expect("release the savepoint");
+        }
+        result
+    }
+
+    /// Reads (or writes) the tables as they stand.
+    pub fn read<T>(&mut self, read: impl FnOnce(&mut dyn Tables) -> T) -> T {
+        read(&mut PgTables::new(self.tx, self.statements))
     }
 }
 

@@ -7,5 +7,5 @@ mod fixture;
 mod raw;
 pub mod traps;
 
-pub use fixture::{Fixture, server_url};
+pub use fixture::{Fixture, Scratch, server_url};
 pub use raw::PgRaw;

@@ -8,7 +8,7 @@ use rusqlite::{Connection, TransactionBehavior};
 
 use {{crate_name}}::database::{Database, Settings, SqliteTables};
 use {{crate_name}}::handlers::Tables;
-use {{crate_name}}::inbox::{Inbox, Policy, StorageError};
+use {{crate_name}}::inbox::{DeadLetter, DeadLetters, Inbox, Policy, StorageError};
 use {{crate_name}}::store::Store;
 
 use super::SqliteRaw;
@@ -84,6 +84,15 @@ impl Fixture {
     /// The real inbox on this fixture, for one worker.
     pub fn inbox(&self, policy: Policy) -> Box<dyn Inbox> {
         Box::new(self.database().inbox(policy).expect("open inbox"))
+    }
+
+    /// Every dead letter, oldest first.
+    pub fn dead_letters(&self) -> Vec<DeadLetter> {
+        let mut inbox = self
+            .database()
+            .inbox(Policy::default())
+            .expect("open inbox");
+        inbox.dead_letters().expect("read the dead letters")
     }
 
     /// The consumer binary's options that point it at this database.
@@ -162,7 +171,7 @@ impl Fixture {
     /// that is always rolled back: a fresh database for every call, without
     /// the cost of creating one. The database is in memory, one for the
     /// whole test process.
-    pub fn scratch<T>(work: impl FnOnce(&mut dyn Tables) -> T) -> T {
+    pub fn scratch<T>(work: impl FnOnce(&mut Scratch<'_, '_>) -> T) -> T {
         static SCRATCH: Mutex<Option<Connection>> = Mutex::new(None);
         let mut scratch = SCRATCH
             .lock()
@@ -172,10 +181,36 @@ impl Fixture {
             db.execute_batch(TABLES).expect("create the tables");
             db
         });
-        let tx = db
+        let mut tx = db
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .expect("begin");
-        work(&mut SqliteTables::new(&tx))
+        work(&mut Scratch { tx: &mut tx })
+    }
+}
+
+/// A scratch database's tables, in a transaction that will be rolled back.
+pub struct Scratch<'s, 'c> {
+    tx: &'s mut rusqlite::Transaction<'c>,
+}
+
+impl Scratch<'_, '_> {
+    /// Runs `step` under a savepoint: if it returns an error, what it wrote
+    /// is rolled back and the rest stays.
+    pub fn attempt<E>(
+        &mut self,
+        step: impl FnOnce(&mut dyn Tables) -> Result<(), E>,
+    ) -> Result<(), E> {
+        let savepoint = self.tx.savepoint().expect("savepoint");
+        let result = step(&mut SqliteTables::new(&savepoint));
+        if result.is_ok() {
+            savepoint.commit().expect("release the savepoint");
+        }
+        result
+    }
+
+    /// Reads (or writes) the tables as they stand.
+    pub fn read<T>(&mut self, read: impl FnOnce(&mut dyn Tables) -> T) -> T {
+        read(&mut SqliteTables::new(self.tx))
     }
 }
 

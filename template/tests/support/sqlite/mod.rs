@@ -6,5 +6,5 @@ mod fixture;
 mod raw;
 pub mod traps;
 
-pub use fixture::{Fixture, scratch_folder};
+pub use fixture::{Fixture, Scratch, scratch_folder};
 pub use raw::SqliteRaw;

@@ -5,7 +5,9 @@
 
 use super::deliver_all;
 use crate::support::harness::judge::observe;
-use crate::support::harness::{Expected, InboxUnderTest, Play, Subject, Violation, fixture_for};
+use crate::support::harness::{
+    Expected, InboxUnderTest, Play, Subject, Violation, facts, fixture_for,
+};
 
 /// The step observed after the deliveries whose commit failed.
 pub const COMMIT_FAILED: &str = "after the failed commit";
@@ -19,7 +21,7 @@ pub fn play_failed_commit<S: Subject>(
 ) -> Play<S::State> {
     let fixture = fixture_for(inbox, &[subject]);
     let handler = subject.handler();
-    let messages = subject.messages(count);
+    let messages = facts(subject, "m-", count);
     let mut worker = inbox.open(&fixture);
     fixture.fail_commits(true);
     let refused = deliver_all(worker.as_mut(), handler.as_ref(), &messages);
@@ -42,16 +44,20 @@ pub fn failed_commit<S: Subject>(
     count: usize,
 ) -> Result<Play<S::State>, Violation> {
     let play = play_failed_commit(subject, inbox, count);
-    let refused = play.step(COMMIT_FAILED);
-    let mut problems = Expected::of(subject, &[])?.problems(&refused.state);
-    if refused.outcomes.applied + refused.outcomes.duplicate + refused.outcomes.dead_lettered > 0 {
+    let failed = play.step(COMMIT_FAILED);
+    let mut problems = Expected::of(subject, &[])?.problems(&failed.state, &failed.refused());
+    let settled = failed.outcomes.applied
+        + failed.outcomes.duplicate
+        + failed.outcomes.dead_lettered
+        + failed.outcomes.refused;
+    if settled > 0 {
         problems.push(format!(
             "outcomes {} were reported although nothing was committed (a broker would be told to forget those messages)",
-            refused.outcomes
+            failed.outcomes
         ));
     }
-    if refused.inbox_rows != 0 {
-        problems.push(format!("{} inbox rows stored", refused.inbox_rows));
+    if failed.inbox_rows != 0 {
+        problems.push(format!("{} inbox rows stored", failed.inbox_rows));
     }
     if !problems.is_empty() {
         return Err(play.violation(&format!("{COMMIT_FAILED}: {}", problems.join("; "))));

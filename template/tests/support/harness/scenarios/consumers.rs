@@ -1,12 +1,12 @@
 //! **Both consumers**: the same messages (same ids) go to two consumers,
-//! twice each. Each consumer must apply every message once: the inbox key
-//! is (consumer, message id), not the message id alone.
+//! twice each, both consumers' deliveries of a message side by side in
+//! one batch (as the pipeline makes them). Each consumer must apply every
+//! message once: the inbox key is (consumer, message id), not the message
+//! id alone, in a batch as much as across batches.
 
-use {{crate_name}}::pipeline::Summary;
-
-use super::deliver_all;
+use super::deliver_mixed;
 use crate::support::harness::judge::observe;
-use crate::support::harness::{InboxUnderTest, Play, Subject, Violation, fixture_for};
+use crate::support::harness::{InboxUnderTest, Play, Subject, Violation, facts, fixture_for};
 
 /// A play for each of the two consumers.
 pub type BothPlays<A, B> = (Play<<A as Subject>::State>, Play<<B as Subject>::State>);
@@ -19,15 +19,17 @@ pub fn play_both_consumers<A: Subject, B: Subject>(
     count: usize,
 ) -> BothPlays<A, B> {
     let fixture = fixture_for(inbox, &[first, second]);
-    let messages = first.messages(count);
+    let messages = facts(first, "m-", count);
     let (handler_a, handler_b) = (first.handler(), second.handler());
     let mut worker = inbox.open(&fixture);
-    let mut outcomes_a = Summary::default();
-    let mut outcomes_b = Summary::default();
-    for _ in 0..2 {
-        outcomes_a += deliver_all(worker.as_mut(), handler_a.as_ref(), &messages);
-        outcomes_b += deliver_all(worker.as_mut(), handler_b.as_ref(), &messages);
-    }
+    let side_by_side: Vec<_> = messages
+        .iter()
+        .flat_map(|message| [(handler_a.as_ref(), message), (handler_b.as_ref(), message)])
+        .collect();
+    let [mut outcomes_a, mut outcomes_b] = deliver_mixed(worker.as_mut(), &side_by_side);
+    let [again_a, again_b] = deliver_mixed(worker.as_mut(), &side_by_side);
+    outcomes_a += again_a;
+    outcomes_b += again_b;
     let scenario = format!("both consumers via {}", inbox.name());
     let deliveries = 2 * count as u64;
     let play_a = Play {

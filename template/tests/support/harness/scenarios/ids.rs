@@ -28,20 +28,16 @@ pub fn tricky_ids() -> Vec<String> {
     ]
 }
 
-/// Each of the subject's messages under one of the [`tricky_ids`],
-/// delivered twice.
+/// A new fact of the subject under each of the [`tricky_ids`], delivered
+/// twice.
 pub fn play_exact_ids<S: Subject>(subject: &S, inbox: &dyn InboxUnderTest) -> Play<S::State> {
     let fixture = fixture_for(inbox, &[subject]);
     let handler = subject.handler();
     let ids = tricky_ids();
-    let messages: Vec<Message> = subject
-        .messages(ids.len())
+    let messages: Vec<Message> = ids
         .into_iter()
-        .zip(ids)
-        .map(|(message, id)| Message {
-            id: MessageId::new(id).expect("a valid id"),
-            event: message.event,
-        })
+        .enumerate()
+        .map(|(n, id)| subject.fact(MessageId::new(id).expect("a valid id"), n))
         .collect();
     let mut worker = inbox.open(&fixture);
     let mut outcomes = deliver_all(worker.as_mut(), handler.as_ref(), &messages);

@@ -14,7 +14,7 @@ mod restart;
 mod retention;
 mod twice;
 
-pub use business_key::{THROUGH_THE_INBOX, business_key, play_business_key};
+pub use business_key::{AFTER_RESENDS, THROUGH_THE_INBOX, business_key, play_business_key};
 pub use commit::{COMMIT_FAILED, failed_commit, play_failed_commit};
 pub use consumers::{both_consumers, play_both_consumers};
 pub use ids::{exact_ids, play_exact_ids, tricky_ids};
@@ -49,6 +49,34 @@ pub fn deliver_all(inbox: &mut dyn Inbox, handler: &dyn Handler, messages: &[Mes
         }
     }
     summary
+}
+
+/// Delivers `(handler, message)` pairs in order through one connection, as
+/// one batch, and counts the outcomes of the first handler's deliveries
+/// and of the second's. A storage error counts every delivery of the batch
+/// as failed.
+pub fn deliver_mixed(inbox: &mut dyn Inbox, pairs: &[(&dyn Handler, &Message)]) -> [Summary; 2] {
+    let first = pairs.first().map(|(handler, _)| handler.consumer());
+    let deliveries: Vec<_> = pairs
+        .iter()
+        .map(|(handler, message)| Delivery::new(*handler, message))
+        .collect();
+    let mut counts = [Summary::default(), Summary::default()];
+    let which = |delivery: &Delivery<'_>| usize::from(Some(delivery.handler.consumer()) != first);
+    match inbox.deliver_batch(&deliveries) {
+        Ok(outcomes) => {
+            for (delivery, outcome) in deliveries.iter().zip(&outcomes) {
+                counts[which(delivery)].count(outcome);
+            }
+        }
+        Err(error) => {
+            eprintln!("storage error: {error}");
+            for delivery in &deliveries {
+                counts[which(delivery)].failed += 1;
+            }
+        }
+    }
+    counts
 }
 
 /// The scenarios by name, for tests that pick one from a table (the

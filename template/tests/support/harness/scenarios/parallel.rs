@@ -6,12 +6,14 @@
 use std::sync::Barrier;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use {{crate_name}}::message::{Message, MessageId};
+use {{crate_name}}::message::Message;
 use {{crate_name}}::pipeline::Summary;
 
 use super::deliver_all;
 use crate::support::harness::judge::observe;
-use crate::support::harness::{InboxUnderTest, Play, Subject, Violation, env_number, fixture_for};
+use crate::support::harness::{
+    InboxUnderTest, Play, Subject, Violation, env_number, facts, fixture_for,
+};
 
 /// Rounds the judged parallel scenario plays at least, unless
 /// `PARALLEL_ROUNDS` says otherwise.
@@ -117,21 +119,11 @@ fn play_rounds<S: Subject>(
     }
 }
 
-/// The subject's messages for one round: its own ids for a lone round,
-/// ids prefixed with the round's number otherwise, so that rounds never
-/// overlap.
+/// New facts for one round, under ids prefixed with the round's number so
+/// that rounds never overlap (a lone round's are the plain `m-...`).
 fn round_messages<S: Subject>(subject: &S, count: usize, round: Option<usize>) -> Vec<Message> {
-    let messages = subject.messages(count);
-    let Some(round) = round else {
-        return messages;
-    };
-    messages
-        .into_iter()
-        .map(|message| Message {
-            id: MessageId::new(format!("r{round}-{}", message.id)).expect("a valid id"),
-            event: message.event,
-        })
-        .collect()
+    let prefix = round.map_or_else(|| "m-".to_owned(), |round| format!("r{round}-m-"));
+    facts(subject, &prefix, count)
 }
 
 /// The parallel scenario, judged: [`PARALLEL_ROUNDS`] rounds in one

@@ -1,14 +1,33 @@
 //! **Failure then redelivery**: the first attempt at some messages fails
 //! inside the business update, after the handler has done its writes; then
-//! every message is delivered again.
+//! every message is delivered again. (Only messages the handler applies are
+//! made to fail: one it refuses is refused before any failure is injected.)
 
 use std::collections::HashSet;
+
+use {{crate_name}}::message::Message;
 
 use super::deliver_all;
 use crate::support::harness::judge::observe;
 use crate::support::harness::{
-    Expected, FailFirstAttempt, InboxUnderTest, Play, Subject, Violation, fixture_for,
+    Expected, FailFirstAttempt, InboxUnderTest, Play, Subject, Violation, facts, fixture_for,
 };
+
+/// The ids of the messages `failing` picks (by index) that the model says
+/// the handler applies.
+fn made_to_fail<S: Subject>(
+    subject: &S,
+    messages: &[Message],
+    failing: impl Fn(usize) -> bool,
+) -> HashSet<String> {
+    let refused = subject.model(messages).refused;
+    messages
+        .iter()
+        .enumerate()
+        .filter(|(index, message)| failing(*index) && !refused.contains_key(message.id.as_str()))
+        .map(|(_, message)| message.id.as_str().to_owned())
+        .collect()
+}
 
 /// The name of the step observed after the failed attempts.
 pub const AFTER_FAILURE: &str = "after the failures";
@@ -24,13 +43,8 @@ pub fn play_redeliver_after_failure<S: Subject>(
     failing: impl Fn(usize) -> bool,
 ) -> Play<S::State> {
     let fixture = fixture_for(inbox, &[subject]);
-    let messages = subject.messages(count);
-    let failing_ids: HashSet<String> = messages
-        .iter()
-        .enumerate()
-        .filter(|(index, _)| failing(*index))
-        .map(|(_, message)| message.id.as_str().to_owned())
-        .collect();
+    let messages = facts(subject, "m-", count);
+    let failing_ids = made_to_fail(subject, &messages, &failing);
     let failed = failing_ids.len() as u64;
     let handler = FailFirstAttempt::new(subject.handler(), failing_ids);
     let mut worker = inbox.open(&fixture);
@@ -61,16 +75,17 @@ pub fn redeliver_after_failure<S: Subject>(
 ) -> Result<Play<S::State>, Violation> {
     let failing_at: Vec<bool> = (0..count).map(&failing).collect();
     let play = play_redeliver_after_failure(subject, inbox, count, |n| failing_at[n]);
+    let failing_ids = made_to_fail(subject, &play.messages, |n| failing_at[n]);
     let healthy: Vec<_> = play
         .messages
         .iter()
-        .zip(&failing_at)
-        .filter(|(_, fails)| !**fails)
-        .map(|(message, _)| message.clone())
+        .filter(|message| !failing_ids.contains(message.id.as_str()))
+        .cloned()
         .collect();
     let failed = (count - healthy.len()) as u64;
     let after_failure = play.step(AFTER_FAILURE);
-    let mut problems = Expected::of(subject, &healthy)?.problems(&after_failure.state);
+    let mut problems =
+        Expected::of(subject, &healthy)?.problems(&after_failure.state, &after_failure.refused());
     if after_failure.outcomes.failed != failed {
         problems.push(format!(
             "{} deliveries failed, {failed} were made to fail",
@@ -79,7 +94,7 @@ pub fn redeliver_after_failure<S: Subject>(
     }
     if after_failure.inbox_rows != healthy.len() {
         problems.push(format!(
-            "{} inbox rows, but only {} messages applied: a failed delivery must leave no row",
+            "{} inbox rows, but only {} messages applied or were refused: a failed delivery must leave no row",
             after_failure.inbox_rows,
             healthy.len()
         ));

@@ -17,7 +17,7 @@ use {{crate_name}}::pipeline::Summary;
 use super::deliver_all;
 use crate::support::database::Fixture;
 use crate::support::harness::judge::observe;
-use crate::support::harness::{InboxUnderTest, Play, Subject, Violation, fixture_for};
+use crate::support::harness::{InboxUnderTest, Play, Subject, Violation, facts, fixture_for};
 
 /// The test that plays the second process. Every test binary that plays
 /// the restart scenario declares it, calling [`serve_second_process`].
@@ -36,7 +36,7 @@ pub fn play_restart<S: Subject>(
 ) -> Play<S::State> {
     let fixture = fixture_for(inbox, &[subject]);
     let handler = subject.handler();
-    let messages = subject.messages(count);
+    let messages = facts(subject, "m-", count);
     let first = {
         let mut worker = inbox.open(&fixture);
         deliver_all(worker.as_mut(), handler.as_ref(), &messages)
@@ -103,6 +103,7 @@ fn second_process(
         duplicate: count("duplicate"),
         failed: count("failed"),
         dead_lettered: count("dead_lettered"),
+        refused: count("refused"),
         rejected: 0,
     }
 }
@@ -144,6 +145,7 @@ pub fn serve_second_process(inbox_named: impl Fn(&str) -> Option<Box<dyn InboxUn
         "duplicate": outcomes.duplicate,
         "failed": outcomes.failed,
         "dead_lettered": outcomes.dead_lettered,
+        "refused": outcomes.refused,
     });
     std::fs::write(Path::new(&text("output")), report.to_string()).expect("write the report");
 }

@@ -11,7 +11,7 @@ use {{crate_name}}::store::{Purged, Store};
 use super::deliver_all;
 use crate::support::harness::judge::observe;
 use crate::support::harness::{
-    Expected, InboxUnderTest, Play, RealInbox, Subject, Violation, fixture_for, now_millis,
+    Expected, InboxUnderTest, Play, RealInbox, Subject, Violation, facts, fixture_for, now_millis,
 };
 
 /// A purge implementation under test.
@@ -55,7 +55,7 @@ pub fn play_purge_edge<S: Subject>(
     let fixture = fixture_for(&inbox, &[subject]);
     let handler = subject.handler();
     let consumer = handler.consumer();
-    let messages = subject.messages(2 * count);
+    let messages = facts(subject, "m-", 2 * count);
     let (inside, outside): (Vec<Message>, Vec<Message>) = {
         let (a, b) = messages.split_at(count);
         (a.to_vec(), b.to_vec())
@@ -100,7 +100,7 @@ pub fn purge_edge<S: Subject>(
         )));
     }
     let seeded = Expected::of(subject, &[])?;
-    let mut problems = seeded.problems(&play.observed.state);
+    let mut problems = seeded.problems(&play.observed.state, &play.observed.refused());
     if play.observed.outcomes.duplicate != count as u64 {
         problems.push(format!(
             "redeliveries inside the window gave {}, all {count} must be duplicates",

@@ -3,7 +3,7 @@
 
 use super::deliver_all;
 use crate::support::harness::judge::observe;
-use crate::support::harness::{InboxUnderTest, Play, Subject, Violation, fixture_for};
+use crate::support::harness::{InboxUnderTest, Play, Subject, Violation, facts, fixture_for};
 
 pub fn play_run_twice<S: Subject>(
     subject: &S,
@@ -12,7 +12,7 @@ pub fn play_run_twice<S: Subject>(
 ) -> Play<S::State> {
     let fixture = fixture_for(inbox, &[subject]);
     let handler = subject.handler();
-    let messages = subject.messages(count);
+    let messages = facts(subject, "m-", count);
     let mut worker = inbox.open(&fixture);
     let mut outcomes = deliver_all(worker.as_mut(), handler.as_ref(), &messages);
     outcomes += deliver_all(worker.as_mut(), handler.as_ref(), &messages);
