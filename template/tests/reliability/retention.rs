@@ -27,7 +27,7 @@ fn insert_old_rows(fixture: &Fixture, consumer: &str, count: usize, age: Duratio
     for n in 0..count {
         raw.record(consumer, &format!("old-{n:06}"), received_at)
             .unwrap();
-        raw.count_failure(consumer, &format!("old-failed-{n:06}"), "x")
+        raw.count_failure(consumer, &format!("old-failed-{n:06}"), "x", received_at)
             .unwrap();
     }
     raw.commit().unwrap();

@@ -225,7 +225,7 @@ impl InboxUnderTest for AttemptsCountedInside {
                 }
                 Err(error) => {
                     // Counted, then rolled back with everything else.
-                    let _ = raw.count_failure(consumer, id, &error.to_string());
+                    let _ = raw.count_failure(consumer, id, &error.to_string(), now_millis());
                     raw.rollback();
                     Ok(Outcome::Failed(error.to_string()))
                 }

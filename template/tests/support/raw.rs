@@ -5,7 +5,7 @@
 //! written once and tried on every database.
 
 use {{crate_name}}::handler::{Handler, HandlerError};
-use {{crate_name}}::inbox::StorageError;
+use {{crate_name}}::inbox::{DeadLetter, StorageError};
 use {{crate_name}}::message::Message;
 
 /// One connection, driven one statement at a time.
@@ -22,8 +22,21 @@ pub trait Raw: Send {
     fn record(&mut self, consumer: &str, id: &str, received_at: i64) -> Result<bool, StorageError>;
     /// Runs the handler on the tables, in whatever transaction is open.
     fn apply(&mut self, handler: &dyn Handler, message: &Message) -> Result<(), HandlerError>;
-    /// Adds one failed attempt to the count of (consumer, id).
-    fn count_failure(&mut self, consumer: &str, id: &str, error: &str) -> Result<(), StorageError>;
+    /// Adds one failed attempt, failed at `at`, to the count of (consumer,
+    /// id); returns the count.
+    fn count_failure(
+        &mut self,
+        consumer: &str,
+        id: &str,
+        error: &str,
+        at: i64,
+    ) -> Result<u32, StorageError>;
+    /// Writes a dead letter (replacing one of the same key).
+    fn dead_letter(&mut self, letter: &DeadLetter) -> Result<(), StorageError>;
+    /// Deletes the inbox row of (consumer, id).
+    fn delete_inbox_row(&mut self, consumer: &str, id: &str) -> Result<(), StorageError>;
+    /// Deletes the dead letter of (consumer, id).
+    fn delete_dead_letter(&mut self, consumer: &str, id: &str) -> Result<(), StorageError>;
     /// Deletes the outbox row of `event_id` on `channel` (what a broken
     /// relay does with a notification it cannot send).
     fn delete_notification(&mut self, event_id: &str, channel: &str) -> Result<(), StorageError>;

@@ -20,11 +20,15 @@
 
 mod env;
 mod faults;
+mod inboxes;
 mod judge;
 mod scenarios;
 
 pub use env::{Prng, env_number, now_millis, stress_messages, stress_workers};
 pub use faults::{AlwaysFail, FailFirstAttempt};
+pub use inboxes::{
+    DeadLettersUnderTest, InboxUnderTest, InboxWithLetters, RealDeadLetters, RealInbox,
+};
 pub use judge::{Expected, Observed, Play, Violation, distinct};
 pub use scenarios::{
     AFTER_FAILURE, AFTER_PURGE, AFTER_RESENDS, COMMIT_FAILED, FIRST_PROCESS, PARALLEL_ROUNDS,
@@ -136,73 +140,6 @@ impl<S: Subject> Seed for S {
     }
     fn seed_tables(&self, tables: &mut dyn Tables) -> Result<(), StorageError> {
         self.seed(tables)
-    }
-}
-
-/// An inbox implementation under test: the real one, or a broken one.
-pub trait InboxUnderTest: Sync {
-    /// A name unique among all inboxes under test (the restart scenario
-    /// finds the inbox again by it in its second process).
-    fn name(&self) -> String;
-    /// Changes a fresh database before use, for implementations that need
-    /// a schema of their own. The real schema is already in place.
-    fn prepare(&self, _fixture: &Fixture) {}
-    /// A new connection for one worker.
-    fn open(&self, fixture: &Fixture) -> Box<dyn Inbox>;
-}
-
-/// The inbox this crate ships, delivering `batch_size` messages per
-/// transaction and dead-lettering a message after `max_attempts` failures.
-pub struct RealInbox {
-    pub batch_size: usize,
-    pub max_attempts: u32,
-}
-
-impl RealInbox {
-    pub const ONE_PER_TRANSACTION: Self = Self {
-        batch_size: 1,
-        max_attempts: 5,
-    };
-    pub const BATCHED: Self = Self {
-        batch_size: 16,
-        max_attempts: 5,
-    };
-    /// Both ways of running the real inbox; the required tests use each.
-    pub const ALL: [Self; 2] = [Self::ONE_PER_TRANSACTION, Self::BATCHED];
-}
-
-impl InboxUnderTest for RealInbox {
-    fn name(&self) -> String {
-        format!(
-            "real inbox, batches of {}, {} attempts",
-            self.batch_size, self.max_attempts
-        )
-    }
-
-    fn open(&self, fixture: &Fixture) -> Box<dyn Inbox> {
-        let policy = Policy {
-            max_attempts: self.max_attempts,
-        };
-        Box::new(Batching {
-            inner: fixture.inbox(policy),
-            batch_size: self.batch_size,
-        })
-    }
-}
-
-/// Splits whatever it is given into transactions of `batch_size`.
-struct Batching {
-    inner: Box<dyn Inbox>,
-    batch_size: usize,
-}
-
-impl Inbox for Batching {
-    fn deliver_batch(&mut self, batch: &[Delivery<'_>]) -> Result<Vec<Outcome>, StorageError> {
-        let mut outcomes = Vec::with_capacity(batch.len());
-        for chunk in batch.chunks(self.batch_size) {
-            outcomes.extend(self.inner.deliver_batch(chunk)?);
-        }
-        Ok(outcomes)
     }
 }
 

@@ -1,5 +1,5 @@
-//! Schemas for scenarios, and the tripwire that makes a COMMIT fail on
-//! demand.
+//! Schemas for scenarios (the ways to make them fail on demand are in
+//! `tripwires.rs`).
 //!
 //! Creating a schema with every table and index and dropping it after costs
 //! 30 to 50 ms on a loaded 2-core machine (and bloats the server's
@@ -21,13 +21,17 @@ use std::sync::{Arc, Mutex};
 use postgres::Client;
 
 use {{crate_name}}::database::{Database, PgInbox, PgTables, Settings, TableStatements};
+use {{crate_name}}::handler::Handler;
 use {{crate_name}}::handlers::Tables;
 use {{crate_name}}::inbox::{
     DeadLetter, DeadLetters, Delivery, Inbox, Outcome, Policy, StorageError,
 };
+use {{crate_name}}::message::Message;
 use {{crate_name}}::store::Store;
 
 use super::PgRaw;
+use super::tripwires::TRIPWIRES;
+use crate::support::harness::InboxWithLetters;
 use crate::support::raw::Raw;
 
 /// How to reach a server when none is configured.
@@ -78,25 +82,6 @@ pub struct Fixture {
     patched: AtomicBool,
 }
 
-/// Test-only objects that make every COMMIT fail while armed: a deferred
-/// foreign key that an inbox row breaks, checked only when the transaction
-/// commits.
-const COMMIT_TRIPWIRE: &str = "
-CREATE TABLE tripwire_armed (armed boolean NOT NULL);
-CREATE TABLE tripwire_target (id integer PRIMARY KEY);
-CREATE TABLE tripwire (
-    target integer REFERENCES tripwire_target (id) DEFERRABLE INITIALLY DEFERRED
-);
-CREATE FUNCTION tripwire_on_inbox() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-    IF EXISTS (SELECT 1 FROM tripwire_armed) THEN
-        INSERT INTO tripwire (target) VALUES (-1);
-    END IF;
-    RETURN NULL;
-END $$;
-CREATE TRIGGER tripwire_on_inbox AFTER INSERT ON inbox
-FOR EACH ROW EXECUTE FUNCTION tripwire_on_inbox();";
-
 /// The consumer's tables, as its migration creates them.
 const TABLES: &str = include_str!("../../../src/postgres/schema.sql");
 
@@ -122,9 +107,9 @@ BEGIN
     RETURN true;
 END $$;";
 
-/// What a slot must be built from: the tables and the tripwire.
+/// What a slot must be built from: the tables and the tripwires.
 fn slot_tables() -> String {
-    format!("{TABLES}\n{COMMIT_TRIPWIRE}")
+    format!("{TABLES}\n{TRIPWIRES}")
 }
 
 impl Fixture {
@@ -174,7 +159,10 @@ impl Fixture {
 
     /// Runs `work` on the slot's reader connection (connected for an
     /// attached fixture, which has none).
-    fn with_reader<T>(&self, work: impl FnOnce(&mut Client, &TableStatements) -> T) -> T {
+    pub(super) fn with_reader<T>(
+        &self,
+        work: impl FnOnce(&mut Client, &TableStatements) -> T,
+    ) -> T {
         let mut slot = self.slot.lock().expect("slot");
         if slot.is_none() {
             let mut reader = self.database().connect().expect("connect");
@@ -221,15 +209,22 @@ impl Fixture {
     /// The real inbox on this fixture, for one worker: an idle one of the
     /// slot's if it has one with `policy`, a new connection otherwise. It
     /// goes back to the slot when dropped.
-    pub fn inbox(&self, policy: Policy) -> Box<dyn Inbox> {
+    pub fn inbox(&self, policy: Policy) -> Box<dyn InboxWithLetters> {
         Box::new(self.borrow_inbox(policy))
     }
 
     /// Every dead letter, oldest first.
     pub fn dead_letters(&self) -> Vec<DeadLetter> {
-        let mut borrowed = self.borrow_inbox(Policy::default());
-        let inbox = borrowed.inbox.as_mut().expect("lent");
-        inbox.dead_letters().expect("read the dead letters")
+        self.borrow_inbox(Policy::default())
+            .dead_letters()
+            .expect("read the dead letters")
+    }
+
+    /// Failures counted so far for (consumer, id).
+    pub fn failures(&self, consumer: &str, id: &str) -> u32 {
+        self.borrow_inbox(Policy::default())
+            .failures(consumer, id)
+            .expect("read the attempts")
     }
 
     fn borrow_inbox(&self, policy: Policy) -> Borrowed {
@@ -317,22 +312,13 @@ impl Fixture {
         self.run_sql(sql);
     }
 
-    /// From now on, every COMMIT that wrote an inbox row fails (`true`), or
-    /// none does (`false`).
-    pub fn fail_commits(&self, fail: bool) {
-        self.run_sql(if fail {
-            "INSERT INTO tripwire_armed VALUES (true);"
-        } else {
-            "DELETE FROM tripwire_armed;"
+    /// Runs SQL statements in the schema, on the reader's connection.
+    pub(super) fn run_sql(&self, sql: &str) {
+        self.with_reader(|client, _| {
+            client
+                .batch_execute(sql)
+                .unwrap_or_else(|error| panic!("{error}:\n{sql}"))
         });
-    }
-
-    /// Runs SQL statements in the schema, on a connection of their own.
-    fn run_sql(&self, sql: &str) {
-        let mut client = self.database().connect().expect("connect");
-        client
-            .batch_execute(sql)
-            .unwrap_or_else(|error| panic!("{error}:\n{sql}"));
     }
 }
 
@@ -397,6 +383,27 @@ struct Borrowed {
 impl Inbox for Borrowed {
     fn deliver_batch(&mut self, batch: &[Delivery<'_>]) -> Result<Vec<Outcome>, StorageError> {
         self.inbox.as_mut().expect("lent").deliver_batch(batch)
+    }
+}
+
+impl DeadLetters for Borrowed {
+    fn dead_letters(&mut self) -> Result<Vec<DeadLetter>, StorageError> {
+        self.inbox.as_mut().expect("lent").dead_letters()
+    }
+
+    fn failures(&mut self, consumer: &str, message_id: &str) -> Result<u32, StorageError> {
+        self.inbox
+            .as_mut()
+            .expect("lent")
+            .failures(consumer, message_id)
+    }
+
+    fn redrive(
+        &mut self,
+        handler: &dyn Handler,
+        message: &Message,
+    ) -> Result<Outcome, StorageError> {
+        self.inbox.as_mut().expect("lent").redrive(handler, message)
     }
 }
 
@@ -469,7 +476,7 @@ fn build_tables(client: &mut Client, schema: &str, tables: &str) {
     client.batch_execute(&drop).expect("drop the old slot");
     Database::open(server_url(), settings(schema))
         .unwrap_or_else(|error| panic!("{error}\n{NO_SERVER}"));
-    client.batch_execute(COMMIT_TRIPWIRE).expect("tripwire");
+    client.batch_execute(TRIPWIRES).expect("tripwires");
     client.batch_execute(RESET_SLOT).expect("the slot's record");
     client
         .execute("INSERT INTO pool_slot (tables) VALUES ($1)", &[&tables])

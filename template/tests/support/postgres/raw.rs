@@ -4,7 +4,7 @@ use postgres::Client;
 
 use {{crate_name}}::database::{PgTables, TableStatements};
 use {{crate_name}}::handler::{Handler, HandlerError};
-use {{crate_name}}::inbox::StorageError;
+use {{crate_name}}::inbox::{DeadLetter, StorageError};
 use {{crate_name}}::message::Message;
 
 use crate::support::raw::Raw;
@@ -66,12 +66,62 @@ impl Raw for PgRaw {
         )
     }
 
-    fn count_failure(&mut self, consumer: &str, id: &str, error: &str) -> Result<(), StorageError> {
+    fn count_failure(
+        &mut self,
+        consumer: &str,
+        id: &str,
+        error: &str,
+        at: i64,
+    ) -> Result<u32, StorageError> {
+        let failures: i32 = self
+            .client
+            .query_one(
+                "INSERT INTO attempts (consumer, message_id, failures, last_error, last_failed_at)
+                 VALUES ($1, $2, 1, $3, $4)
+                 ON CONFLICT (consumer, message_id) DO UPDATE
+                    SET failures = attempts.failures + 1, last_failed_at = excluded.last_failed_at
+                 RETURNING failures",
+                &[&consumer, &id, &error, &at],
+            )?
+            .get(0);
+        Ok(failures.unsigned_abs())
+    }
+
+    fn dead_letter(&mut self, letter: &DeadLetter) -> Result<(), StorageError> {
+        let attempts = i32::try_from(letter.attempts).unwrap_or(i32::MAX);
         self.client.execute(
-            "INSERT INTO attempts (consumer, message_id, failures, last_error, last_failed_at)
-             VALUES ($1, $2, 1, $3, 0)
-             ON CONFLICT (consumer, message_id) DO UPDATE SET failures = attempts.failures + 1",
-            &[&consumer, &id, &error],
+            "INSERT INTO dead_letters
+                (consumer, message_id, event_type, payload, error, attempts, refused, dead_at)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+             ON CONFLICT (consumer, message_id) DO UPDATE
+                SET error = excluded.error, attempts = excluded.attempts,
+                    refused = excluded.refused, dead_at = excluded.dead_at",
+            &[
+                &letter.consumer,
+                &letter.message_id,
+                &letter.event_type,
+                &letter.payload,
+                &letter.error,
+                &attempts,
+                &letter.refused,
+                &letter.dead_at,
+            ],
+        )?;
+        Ok(())
+    }
+
+    fn delete_inbox_row(&mut self, consumer: &str, id: &str) -> Result<(), StorageError> {
+        self.client.execute(
+            "DELETE FROM inbox WHERE consumer = $1 AND message_id = $2",
+            &[&consumer, &id],
+        )?;
+        Ok(())
+    }
+
+    fn delete_dead_letter(&mut self, consumer: &str, id: &str) -> Result<(), StorageError> {
+        self.client.execute(
+            "DELETE FROM dead_letters WHERE consumer = $1 AND message_id = $2",
+            &[&consumer, &id],
         )?;
         Ok(())
     }

@@ -1,5 +1,5 @@
-//! Fresh SQLite databases for scenarios, and the tripwire that makes a
-//! COMMIT fail on demand.
+//! Fresh SQLite databases for scenarios, each a file in a temporary
+//! folder (the ways to make them fail on demand are in `tripwires.rs`).
 
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -8,10 +8,11 @@ use rusqlite::{Connection, TransactionBehavior};
 
 use {{crate_name}}::database::{Database, Settings, SqliteTables};
 use {{crate_name}}::handlers::Tables;
-use {{crate_name}}::inbox::{DeadLetter, DeadLetters, Inbox, Policy, StorageError};
+use {{crate_name}}::inbox::{DeadLetter, Policy, StorageError};
 use {{crate_name}}::store::Store;
 
-use super::SqliteRaw;
+use super::{SqliteRaw, tripwires};
+use crate::support::harness::InboxWithLetters;
 use crate::support::raw::Raw;
 
 /// A fresh database with every table, for one scenario.
@@ -27,21 +28,6 @@ pub struct Fixture {
 /// The consumer's tables, as its database creates them.
 const TABLES: &str = include_str!("../../../src/sqlite/schema.sql");
 
-/// Test-only tables that make every COMMIT fail while armed: a deferred
-/// foreign key that an inbox row breaks, checked by SQLite only when the
-/// transaction commits.
-const COMMIT_TRIPWIRE: &str = "
-CREATE TABLE tripwire_armed (armed INTEGER NOT NULL);
-CREATE TABLE tripwire_target (id INTEGER PRIMARY KEY);
-CREATE TABLE tripwire (
-    target INTEGER REFERENCES tripwire_target (id) DEFERRABLE INITIALLY DEFERRED
-);
-CREATE TRIGGER tripwire_on_inbox AFTER INSERT ON inbox
-WHEN EXISTS (SELECT 1 FROM tripwire_armed)
-BEGIN
-    INSERT INTO tripwire (target) VALUES (-1);
-END;";
-
 impl Fixture {
     /// A new database file with the real schema.
     pub fn new() -> Self {
@@ -53,7 +39,8 @@ impl Fixture {
             path,
             reader: Mutex::new(None),
         };
-        fixture.execute(COMMIT_TRIPWIRE);
+        fixture.execute(tripwires::TRIPWIRES);
+        tripwires::arm_commit_tripwire(&fixture.database().connect().expect("connect"));
         fixture
     }
 
@@ -82,17 +69,22 @@ impl Fixture {
     }
 
     /// The real inbox on this fixture, for one worker.
-    pub fn inbox(&self, policy: Policy) -> Box<dyn Inbox> {
+    pub fn inbox(&self, policy: Policy) -> Box<dyn InboxWithLetters> {
         Box::new(self.database().inbox(policy).expect("open inbox"))
     }
 
     /// Every dead letter, oldest first.
     pub fn dead_letters(&self) -> Vec<DeadLetter> {
-        let mut inbox = self
-            .database()
-            .inbox(Policy::default())
-            .expect("open inbox");
-        inbox.dead_letters().expect("read the dead letters")
+        self.inbox(Policy::default())
+            .dead_letters()
+            .expect("read the dead letters")
+    }
+
+    /// Failures counted so far for (consumer, id).
+    pub fn failures(&self, consumer: &str, id: &str) -> u32 {
+        self.inbox(Policy::default())
+            .failures(consumer, id)
+            .expect("read the attempts")
     }
 
     /// The consumer binary's options that point it at this database.
@@ -125,16 +117,6 @@ impl Fixture {
         let db = self.database().connect().expect("connect");
         db.execute_batch(sql)
             .unwrap_or_else(|error| panic!("{error}:\n{sql}"));
-    }
-
-    /// From now on, every COMMIT that wrote an inbox row fails (`true`), or
-    /// none does (`false`).
-    pub fn fail_commits(&self, fail: bool) {
-        self.execute(if fail {
-            "INSERT INTO tripwire_armed VALUES (1);"
-        } else {
-            "DELETE FROM tripwire_armed;"
-        });
     }
 
     /// Runs `work` on the handlers' tables in a transaction of its own,

@@ -5,6 +5,8 @@ pub mod bench;
 mod fixture;
 mod raw;
 pub mod traps;
+mod tripwires;
 
 pub use fixture::{Fixture, Scratch, scratch_folder};
 pub use raw::SqliteRaw;
+pub use tripwires::{CONCURRENT_WRITERS, ClaimHolder};

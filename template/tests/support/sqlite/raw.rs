@@ -4,7 +4,7 @@ use rusqlite::{Connection, ErrorCode, params};
 
 use {{crate_name}}::database::SqliteTables;
 use {{crate_name}}::handler::{Handler, HandlerError};
-use {{crate_name}}::inbox::StorageError;
+use {{crate_name}}::inbox::{DeadLetter, StorageError};
 use {{crate_name}}::message::Message;
 
 use crate::support::raw::Raw;
@@ -64,12 +64,55 @@ impl Raw for SqliteRaw {
         handler.apply(&mut SqliteTables::new(&self.db), message)
     }
 
-    fn count_failure(&mut self, consumer: &str, id: &str, error: &str) -> Result<(), StorageError> {
-        self.db.execute(
+    fn count_failure(
+        &mut self,
+        consumer: &str,
+        id: &str,
+        error: &str,
+        at: i64,
+    ) -> Result<u32, StorageError> {
+        Ok(self.db.query_row(
             "INSERT INTO attempts (consumer, message_id, failures, last_error, last_failed_at)
-             VALUES (?1, ?2, 1, ?3, 0)
-             ON CONFLICT (consumer, message_id) DO UPDATE SET failures = failures + 1",
-            params![consumer, id, error],
+             VALUES (?1, ?2, 1, ?3, ?4)
+             ON CONFLICT (consumer, message_id) DO UPDATE
+                SET failures = failures + 1, last_failed_at = excluded.last_failed_at
+             RETURNING failures",
+            params![consumer, id, error, at],
+            |row| row.get(0),
+        )?)
+    }
+
+    fn dead_letter(&mut self, letter: &DeadLetter) -> Result<(), StorageError> {
+        self.db.execute(
+            "INSERT OR REPLACE INTO dead_letters
+                (consumer, message_id, event_type, payload, error, attempts, refused, dead_at)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+            params![
+                letter.consumer,
+                letter.message_id,
+                letter.event_type,
+                letter.payload,
+                letter.error,
+                letter.attempts,
+                letter.refused,
+                letter.dead_at
+            ],
+        )?;
+        Ok(())
+    }
+
+    fn delete_inbox_row(&mut self, consumer: &str, id: &str) -> Result<(), StorageError> {
+        self.db.execute(
+            "DELETE FROM inbox WHERE consumer = ?1 AND message_id = ?2",
+            params![consumer, id],
+        )?;
+        Ok(())
+    }
+
+    fn delete_dead_letter(&mut self, consumer: &str, id: &str) -> Result<(), StorageError> {
+        self.db.execute(
+            "DELETE FROM dead_letters WHERE consumer = ?1 AND message_id = ?2",
+            params![consumer, id],
         )?;
         Ok(())
     }

@@ -1,0 +1,150 @@
+//! Test-only objects that make PostgreSQL fail on demand, at exactly the
+//! point a scenario needs: a COMMIT that fails, a handler's statement that
+//! fails, a claim held by another transaction, a connection that does not
+//! wait for locks.
+
+use std::time::Duration;
+
+use postgres::Client;
+
+use {{crate_name}}::inbox::{Inbox, Policy};
+use {{crate_name}}::store::Store;
+
+use super::Fixture;
+
+/// Whether two transactions of this database write at the same time: on
+/// PostgreSQL they do, so a scenario may hold several inside their
+/// transactions at once.
+pub const CONCURRENT_WRITERS: bool = true;
+
+/// The tripwires, built into every slot.
+///
+/// * Commit tripwire: while `tripwire_armed` has a row, every row a handler
+///   writes also writes a row that breaks a deferred foreign key, checked
+///   only when the transaction commits, so the COMMIT fails. Its trigger is
+///   on every handler table (every table of the schema but the inbox's and
+///   the tripwires'), not on the inbox: a commit that fails must be the
+///   delivery's, whatever connection wrote the inbox row.
+/// * Debit tripwire: a debit of a payment listed in `debit_tripwire` fails
+///   at its statement. (PostgreSQL has no statement that ends the whole
+///   transaction from inside it: an error aborts it until a savepoint is
+///   rolled back to.)
+pub(super) const TRIPWIRES: &str = "
+CREATE TABLE tripwire_armed (armed boolean NOT NULL);
+CREATE TABLE tripwire_target (id integer PRIMARY KEY);
+CREATE TABLE tripwire (
+    target integer REFERENCES tripwire_target (id) DEFERRABLE INITIALLY DEFERRED
+);
+CREATE FUNCTION tripwire_on_write() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF EXISTS (SELECT 1 FROM tripwire_armed) THEN
+        INSERT INTO tripwire (target) VALUES (-1);
+    END IF;
+    RETURN NULL;
+END $$;
+CREATE TABLE debit_tripwire (payment_id text COLLATE \"C\" PRIMARY KEY);
+CREATE FUNCTION debit_tripwire() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF EXISTS (SELECT 1 FROM debit_tripwire WHERE payment_id = NEW.payment_id) THEN
+        RAISE EXCEPTION 'tripwire: this debit fails' USING ERRCODE = 'check_violation';
+    END IF;
+    RETURN NEW;
+END $$;
+CREATE TRIGGER debit_tripwire BEFORE INSERT ON debits
+FOR EACH ROW EXECUTE FUNCTION debit_tripwire();
+DO $$
+DECLARE
+    handler_table record;
+BEGIN
+    FOR handler_table IN
+        SELECT tablename FROM pg_tables
+        WHERE schemaname = current_schema()
+          AND tablename NOT IN ('inbox', 'attempts', 'dead_letters', 'tripwire_armed',
+                                'tripwire_target', 'tripwire', 'debit_tripwire', 'pool_slot')
+    LOOP
+        EXECUTE format('CREATE TRIGGER %I AFTER INSERT ON %I
+                        FOR EACH ROW EXECUTE FUNCTION tripwire_on_write()',
+                       'tripwire_on_' || handler_table.tablename, handler_table.tablename);
+    END LOOP;
+END $$;";
+
+/// A transaction of another connection that holds an inbox row, claimed
+/// and not committed, until released.
+pub struct ClaimHolder {
+    client: Client,
+}
+
+impl ClaimHolder {
+    /// Rolls the other transaction back: the claim is free again.
+    pub fn release(mut self) {
+        self.client
+            .batch_execute("ROLLBACK")
+            .expect("roll back the claim");
+    }
+}
+
+impl Fixture {
+    /// From now on, every COMMIT of a transaction in which a handler wrote
+    /// fails (`true`), or none does (`false`).
+    pub fn fail_commits(&self, fail: bool) {
+        self.run_sql(if fail {
+            "INSERT INTO tripwire_armed VALUES (true);"
+        } else {
+            "DELETE FROM tripwire_armed;"
+        });
+    }
+
+    /// From now on, the debit of each of `payment_ids` fails at its
+    /// statement, inside the delivery.
+    pub fn fail_debit_statements(&self, payment_ids: &[&str]) {
+        self.with_reader(|client, _| {
+            for id in payment_ids {
+                client
+                    .execute(
+                        "INSERT INTO debit_tripwire (payment_id) VALUES ($1) ON CONFLICT DO NOTHING",
+                        &[id],
+                    )
+                    .expect("arm the debit tripwire");
+            }
+        });
+    }
+
+    /// From now on, the debit of each of `payment_ids` ends its whole
+    /// transaction; `false`: PostgreSQL cannot do that.
+    pub fn end_transaction_at_debits(&self, _payment_ids: &[&str]) -> bool {
+        false
+    }
+
+    /// Debits no longer fail.
+    pub fn heal_debits(&self) {
+        self.run_sql("DELETE FROM debit_tripwire;");
+    }
+
+    /// Another connection claims (consumer, id) in a transaction it keeps
+    /// open: a claim of the same key waits for it.
+    pub fn hold_claim(&self, consumer: &str, id: &str) -> ClaimHolder {
+        let mut client = self.database().connect().expect("connect");
+        client.batch_execute("BEGIN").expect("begin");
+        client
+            .execute(
+                "INSERT INTO inbox (consumer, message_id, received_at) VALUES ($1, $2, 0)",
+                &[&consumer, &id],
+            )
+            .expect("claim");
+        ClaimHolder { client }
+    }
+
+    /// The real inbox, giving up on a lock after `wait` (`lock_timeout`).
+    pub fn impatient_inbox(&self, policy: Policy, wait: Duration) -> Box<dyn Inbox> {
+        let mut inbox = self.database().inbox(policy).expect("open inbox");
+        inbox
+            .client()
+            .expect("the inbox's connection")
+            .execute(
+                "SELECT set_config('lock_timeout', $1, false)",
+                &[&format!("{}ms", wait.as_millis())],
+            )
+            .expect("set lock_timeout");
+        Box::new(inbox)
+    }
+}

@@ -1,0 +1,157 @@
+//! Test-only objects that make SQLite fail on demand, at exactly the
+//! point a scenario needs: a COMMIT that fails, a handler's statement that
+//! fails (or ends the whole transaction, which SQLite can do), a claim held
+//! by another transaction, a connection that does not wait for locks.
+
+use std::time::Duration;
+
+use rusqlite::Connection;
+
+use {{crate_name}}::database::{Database, Settings};
+use {{crate_name}}::inbox::{Inbox, Policy};
+use {{crate_name}}::store::Store;
+
+use super::Fixture;
+
+/// Whether two transactions of this database write at the same time. On
+/// SQLite they never do (`BEGIN IMMEDIATE` takes the one write lock), so
+/// a scenario must not hold a transaction open waiting for another one.
+pub const CONCURRENT_WRITERS: bool = false;
+
+/// The tripwires' own tables, and the debit tripwire's triggers.
+///
+/// * Commit tripwire: while `tripwire_armed` has a row, every row a handler
+///   writes also writes a row that breaks a deferred foreign key, checked
+///   by SQLite only when the transaction commits, so the COMMIT fails. Its
+///   triggers are on every handler table (see [`arm_commit_tripwire`]),
+///   not on the inbox: a commit that fails must be the delivery's, whatever
+///   connection wrote the inbox row.
+/// * Debit tripwire: a debit of a payment listed in `debit_tripwire` fails
+///   at its statement (`whole` = 0), or ends its whole transaction with
+///   `RAISE(ROLLBACK)` (`whole` = 1).
+pub(super) const TRIPWIRES: &str = "
+CREATE TABLE tripwire_armed (armed INTEGER NOT NULL);
+CREATE TABLE tripwire_target (id INTEGER PRIMARY KEY);
+CREATE TABLE tripwire (
+    target INTEGER REFERENCES tripwire_target (id) DEFERRABLE INITIALLY DEFERRED
+);
+CREATE TABLE debit_tripwire (payment_id TEXT PRIMARY KEY, whole INTEGER NOT NULL);
+CREATE TRIGGER debit_tripwire_statement BEFORE INSERT ON debits
+WHEN EXISTS (SELECT 1 FROM debit_tripwire WHERE payment_id = NEW.payment_id AND whole = 0)
+BEGIN
+    SELECT RAISE(ABORT, 'tripwire: this debit fails');
+END;
+CREATE TRIGGER debit_tripwire_transaction BEFORE INSERT ON debits
+WHEN EXISTS (SELECT 1 FROM debit_tripwire WHERE payment_id = NEW.payment_id AND whole = 1)
+BEGIN
+    SELECT RAISE(ROLLBACK, 'tripwire: this debit ends its transaction');
+END;";
+
+/// The inbox's own tables, and the tripwires': every other table is a
+/// handler's.
+const NOT_HANDLER_TABLES: &str = "'inbox', 'attempts', 'dead_letters', 'tripwire_armed', 'tripwire_target', 'tripwire', 'debit_tripwire'";
+
+/// Puts the commit tripwire's trigger on every handler table, whatever
+/// handlers this project has.
+pub(super) fn arm_commit_tripwire(db: &Connection) {
+    let mut statement = db
+        .prepare(&format!(
+            "SELECT name FROM sqlite_master WHERE type = 'table'
+             AND name NOT IN ({NOT_HANDLER_TABLES}) AND name NOT LIKE 'sqlite_%'"
+        ))
+        .expect("list the tables");
+    let tables: Vec<String> = statement
+        .query_map([], |row| row.get(0))
+        .expect("list the tables")
+        .collect::<Result<_, _>>()
+        .expect("table names");
+    for table in tables {
+        db.execute_batch(&format!(
+            "CREATE TRIGGER \"tripwire_on_{table}\" AFTER INSERT ON \"{table}\"
+             WHEN EXISTS (SELECT 1 FROM tripwire_armed)
+             BEGIN
+                 INSERT INTO tripwire (target) VALUES (-1);
+             END;"
+        ))
+        .expect("commit tripwire");
+    }
+}
+
+/// A transaction of another connection that holds an inbox row, claimed
+/// and not committed, until released.
+pub struct ClaimHolder {
+    db: Connection,
+}
+
+impl ClaimHolder {
+    /// Rolls the other transaction back: the claim is free again.
+    pub fn release(self) {
+        self.db
+            .execute_batch("ROLLBACK")
+            .expect("roll back the claim");
+    }
+}
+
+impl Fixture {
+    /// From now on, every COMMIT of a transaction in which a handler wrote
+    /// fails (`true`), or none does (`false`).
+    pub fn fail_commits(&self, fail: bool) {
+        self.execute(if fail {
+            "INSERT INTO tripwire_armed VALUES (1);"
+        } else {
+            "DELETE FROM tripwire_armed;"
+        });
+    }
+
+    /// From now on, the debit of each of `payment_ids` fails at its
+    /// statement, inside the delivery.
+    pub fn fail_debit_statements(&self, payment_ids: &[&str]) {
+        self.trip_debits(payment_ids, 0);
+    }
+
+    /// From now on, the debit of each of `payment_ids` ends its whole
+    /// transaction; `false` where the database cannot do that (SQLite can).
+    pub fn end_transaction_at_debits(&self, payment_ids: &[&str]) -> bool {
+        self.trip_debits(payment_ids, 1);
+        true
+    }
+
+    /// Debits no longer fail.
+    pub fn heal_debits(&self) {
+        self.execute("DELETE FROM debit_tripwire;");
+    }
+
+    fn trip_debits(&self, payment_ids: &[&str], whole: i64) {
+        let db = self.database().connect().expect("connect");
+        for id in payment_ids {
+            db.execute(
+                "INSERT OR REPLACE INTO debit_tripwire (payment_id, whole) VALUES (?1, ?2)",
+                rusqlite::params![id, whole],
+            )
+            .expect("arm the debit tripwire");
+        }
+    }
+
+    /// Another connection claims (consumer, id) in a transaction it keeps
+    /// open: on SQLite, that holds the one write lock.
+    pub fn hold_claim(&self, consumer: &str, id: &str) -> ClaimHolder {
+        let db = self.database().connect().expect("connect");
+        db.execute_batch("BEGIN IMMEDIATE").expect("begin");
+        db.execute(
+            "INSERT INTO inbox (consumer, message_id, received_at) VALUES (?1, ?2, 0)",
+            [consumer, id],
+        )
+        .expect("claim");
+        ClaimHolder { db }
+    }
+
+    /// The real inbox, giving up on a lock after `wait`.
+    pub fn impatient_inbox(&self, policy: Policy, wait: Duration) -> Box<dyn Inbox> {
+        let settings = Settings {
+            lock_wait: wait,
+            ..Settings::default()
+        };
+        let database = Database::new(self.location(), settings);
+        Box::new(database.inbox(policy).expect("open inbox"))
+    }
+}
