@@ -1,0 +1,107 @@
+//! Ids "cleaned up" before they are compared: each merges messages that
+//! differ, and loses all but one of them.
+
+use unicode_normalization::UnicodeNormalization;
+
+use {{crate_name}}::inbox::{Delivery, Inbox, Outcome, StorageError};
+use {{crate_name}}::message::{Message, MessageId};
+
+use crate::support::database::Fixture;
+use crate::support::harness::{InboxUnderTest, RealInbox};
+
+/// The real inbox, given ids rewritten by `rewrite` before they are
+/// recorded: how an inbox that "cleans up" ids behaves.
+struct RewritesIds {
+    inner: Box<dyn Inbox>,
+    rewrite: fn(&str) -> String,
+}
+
+impl Inbox for RewritesIds {
+    fn deliver_batch(&mut self, batch: &[Delivery<'_>]) -> Result<Vec<Outcome>, StorageError> {
+        let messages: Vec<Message> = batch
+            .iter()
+            .map(|d| Message {
+                id: MessageId::new((self.rewrite)(d.message.id.as_str()))
+                    .unwrap_or_else(|_| d.message.id.clone()),
+                event: d.message.event.clone(),
+            })
+            .collect();
+        let rewritten: Vec<Delivery<'_>> = batch
+            .iter()
+            .zip(&messages)
+            .map(|(d, message)| Delivery {
+                delivered: d.delivered,
+                ..Delivery::new(d.handler, message)
+            })
+            .collect();
+        self.inner.deliver_batch(&rewritten)
+    }
+}
+
+fn rewriting(fixture: &Fixture, rewrite: fn(&str) -> String) -> Box<dyn Inbox> {
+    Box::new(RewritesIds {
+        inner: RealInbox::BATCHED.open(fixture),
+        rewrite,
+    })
+}
+
+/// Ids compared without regard to letter case (lower-cased before they are
+/// recorded, as a case-insensitive column or index would). `Order-A1` and
+/// `order-a1` are two messages; this inbox drops the second. Caught only by
+/// exact ids.
+pub struct FoldsCase;
+
+impl InboxUnderTest for FoldsCase {
+    fn name(&self) -> String {
+        "ids folded to lower case".into()
+    }
+    fn open(&self, fixture: &Fixture) -> Box<dyn Inbox> {
+        rewriting(fixture, str::to_lowercase)
+    }
+}
+
+/// Ids trimmed of surrounding whitespace before they are recorded. Caught
+/// only by exact ids.
+pub struct TrimsIds;
+
+impl InboxUnderTest for TrimsIds {
+    fn name(&self) -> String {
+        "ids trimmed".into()
+    }
+    fn open(&self, fixture: &Fixture) -> Box<dyn Inbox> {
+        rewriting(fixture, |id| id.trim().to_owned())
+    }
+}
+
+/// Ids put into Unicode normal form C before they are recorded: two ids
+/// that merely look alike become one. Caught only by exact ids.
+pub struct NormalizesIds;
+
+impl InboxUnderTest for NormalizesIds {
+    fn name(&self) -> String {
+        "ids normalized (NFC)".into()
+    }
+    fn open(&self, fixture: &Fixture) -> Box<dyn Inbox> {
+        rewriting(fixture, |id| id.nfc().collect())
+    }
+}
+
+/// Ids cut to 64 bytes (a column too narrow that truncates): two long ids
+/// that differ near the end become one. Caught only by exact ids.
+pub struct TruncatesIds;
+
+impl InboxUnderTest for TruncatesIds {
+    fn name(&self) -> String {
+        "ids truncated to 64 bytes".into()
+    }
+    fn open(&self, fixture: &Fixture) -> Box<dyn Inbox> {
+        rewriting(fixture, |id| {
+            let mut end = id.len().min(64);
+            while !id.is_char_boundary(end) {
+                end -= 1;
+            }
+            id[..end].to_owned()
+        })
+    }
+}
+
