@@ -12,6 +12,10 @@
 //!   past the inbox, and allow the legitimate fan-out;
 //! * `ids`: ids are compared exactly (case, whitespace, Unicode, length);
 //! * `commit`: a COMMIT that fails reports nothing as applied;
+//! * `dead_letters`: a message that always fails is parked, stays a
+//!   duplicate, and is redriven once;
+//! * `database_faults`: a storage fault in a handler's write, or a claim
+//!   that times out behind another transaction, is never the message's;
 //! * `retention`: a purge keeps every row inside its window;
 //! * `coverage`: every registered consumer has a subject, and every subject
 //!   passes every scenario above;
@@ -30,6 +34,8 @@ mod business_key;
 mod commit;
 mod consumers;
 mod coverage;
+mod database_faults;
+mod dead_letters;
 mod ids;
 mod parallel;
 mod redeliver;

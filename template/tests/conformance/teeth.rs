@@ -7,13 +7,15 @@
 use std::sync::Arc;
 
 use crate::support::broken::{
-    CheckThenAct, DebitsTooMuch, DoesNothing, FoldsCase, IgnoresFailedCommit, MintedId, NoInbox,
-    NormalizesIds, RecordFirst, RemembersInMemory, SloppyPurge, TrimsIds, TruncatesIds,
+    CheckThenAct, DebitsTooMuch, DoesNothing, FaultCounted, FaultRefused, FoldsCase,
+    IgnoresFailedCommit, LockTimeoutAsDuplicate, MintedId, NoInbox, NormalizesIds, RecordFirst,
+    RemembersInMemory, SloppyPurge, TrimsIds, TruncatesIds, all_letters,
 };
 use crate::support::database::traps::{broken_ledger_keys, broken_outbox_keys, traps};
 use crate::support::harness::{
-    InboxUnderTest, RealInbox, Violation, business_key, exact_ids, failed_commit, parallel,
-    purge_edge, redeliver_after_failure, restart, run_twice,
+    InboxUnderTest, RealInbox, Violation, business_key, claim_held_elsewhere, dead_letters,
+    exact_ids, failed_commit, parallel, purge_edge, redeliver_after_failure, restart, run_twice,
+    storage_fault_in_handler,
 };
 use crate::support::subjects::{DebitSubject, NotifySubject};
 
@@ -142,4 +144,27 @@ fn this_databases_own_traps_are_caught() {
             &name,
         );
     }
+}
+
+#[test]
+fn dead_letter_mistakes_are_caught_by_the_poison_scenario() {
+    for letters in all_letters() {
+        caught(dead_letters(&debit(), letters.as_ref()), &letters.name());
+    }
+}
+
+#[test]
+fn database_faults_held_against_the_message_are_caught() {
+    for inbox in [&FaultCounted as &dyn InboxUnderTest, &FaultRefused] {
+        run_twice(&debit(), inbox, 50).expect("without faults they are fine");
+        caught(storage_fault_in_handler(&debit(), inbox, 10), &inbox.name());
+    }
+}
+
+#[test]
+fn a_lock_timeout_taken_as_a_duplicate_is_caught() {
+    caught(
+        claim_held_elsewhere(&debit(), &LockTimeoutAsDuplicate, 5),
+        "lock timeout taken as a duplicate",
+    );
 }

@@ -13,14 +13,18 @@
 //! * `handlers`: handlers that do the wrong thing;
 //! * `purges`: retention that deletes too much.
 
+mod faults;
 mod handlers;
 mod ids;
 mod inboxes;
+mod letters;
 mod purges;
 
+pub use faults::*;
 pub use handlers::*;
 pub use ids::*;
 pub use inboxes::*;
+pub use letters::*;
 pub use purges::*;
 
 use {{crate_name}}::handler::Handler;

@@ -70,3 +70,32 @@ impl Handler for AlwaysFail {
         .into())
     }
 }
+
+/// Wraps a handler so that every attempt at the chosen messages fails
+/// after the real handler has done its writes (a poison message).
+pub struct FailFor {
+    inner: Arc<dyn Handler>,
+    ids: HashSet<String>,
+}
+
+impl FailFor {
+    pub fn new(inner: Arc<dyn Handler>, ids: HashSet<String>) -> Self {
+        Self { inner, ids }
+    }
+}
+
+impl Handler for FailFor {
+    fn consumer(&self) -> &'static str {
+        self.inner.consumer()
+    }
+    fn subscribes_to(&self, event: &Event) -> bool {
+        self.inner.subscribes_to(event)
+    }
+    fn apply(&self, tables: &mut dyn Tables, message: &Message) -> Result<(), HandlerError> {
+        self.inner.apply(tables, message)?;
+        if self.ids.contains(message.id.as_str()) {
+            return Err(format!("injected: {} always fails", message.id).into());
+        }
+        Ok(())
+    }
+}

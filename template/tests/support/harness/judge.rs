@@ -18,6 +18,8 @@ pub struct Observed<State> {
     pub state: State,
     /// The consumer's dead letters, refused ones included.
     pub dead_letters: Vec<DeadLetter>,
+    /// Failures counted for the consumer and not yet dead-lettered.
+    pub attempts: u64,
 }
 
 impl<State> Observed<State> {
@@ -239,5 +241,6 @@ pub fn observe<S: Subject>(
             .into_iter()
             .filter(|letter| letter.consumer == consumer)
             .collect(),
+        attempts: fixture.failures_counted(consumer),
     }
 }

@@ -220,6 +220,20 @@ impl Fixture {
             .expect("read the dead letters")
     }
 
+    /// Failures counted for `consumer`, all messages together.
+    pub fn failures_counted(&self, consumer: &str) -> u64 {
+        let failures: i64 = self.with_reader(|client, _| {
+            client
+                .query_one(
+                    "SELECT coalesce(sum(failures), 0)::bigint FROM attempts WHERE consumer = $1",
+                    &[&consumer],
+                )
+                .expect("count failures")
+                .get(0)
+        });
+        failures.unsigned_abs()
+    }
+
     /// Failures counted so far for (consumer, id).
     pub fn failures(&self, consumer: &str, id: &str) -> u32 {
         self.borrow_inbox(Policy::default())

@@ -80,6 +80,20 @@ impl Fixture {
             .expect("read the dead letters")
     }
 
+    /// Failures counted for `consumer`, all messages together.
+    pub fn failures_counted(&self, consumer: &str) -> u64 {
+        let mut reader = self.reader.lock().expect("reader");
+        let db = reader.get_or_insert_with(|| self.database().connect().expect("connect"));
+        let failures: i64 = db
+            .query_row(
+                "SELECT coalesce(sum(failures), 0) FROM attempts WHERE consumer = ?1",
+                [consumer],
+                |row| row.get(0),
+            )
+            .expect("count failures");
+        failures.unsigned_abs()
+    }
+
     /// Failures counted so far for (consumer, id).
     pub fn failures(&self, consumer: &str, id: &str) -> u32 {
         self.inbox(Policy::default())

@@ -1,0 +1,33 @@
+//! The database's faults are never the message's: a storage fault in a
+//! handler's own write, or a claim that times out waiting for another
+//! transaction, fails the batch and nothing else (no failure counted, no
+//! dead letter, no duplicate), and the redelivery applies each message
+//! once.
+
+use crate::support::harness::{
+    AFTER_FAULTS, RealImpatient, RealInbox, claim_held_elsewhere, storage_fault_in_handler,
+};
+use crate::support::subjects::{ACCOUNT, DebitSubject, RefundSubject};
+
+#[test]
+fn a_storage_fault_in_a_handlers_write_is_never_held_against_the_message() {
+    for inbox in RealInbox::ALL {
+        let play = storage_fault_in_handler(&DebitSubject::real(), &inbox, 10)
+            .expect("nothing held against the messages");
+        let faulted = play.step(AFTER_FAULTS);
+        assert_eq!(faulted.state.balances, vec![(ACCOUNT, 1_000)]);
+        assert_eq!(faulted.attempts, 0);
+        assert!(faulted.dead_letters.is_empty());
+        assert_eq!(play.observed.state.balances, vec![(ACCOUNT, 900)]);
+    }
+    storage_fault_in_handler(&RefundSubject::real(), &RealInbox::BATCHED, 10)
+        .expect("nothing held against the refunds");
+}
+
+#[test]
+fn a_claim_held_by_another_transaction_times_out_without_a_verdict() {
+    let play = claim_held_elsewhere(&DebitSubject::real(), &RealImpatient, 5)
+        .expect("no verdict while the claim was held");
+    assert_eq!(play.step(AFTER_FAULTS).outcomes.duplicate, 0);
+    assert_eq!(play.observed.state.balances, vec![(ACCOUNT, 950)]);
+}

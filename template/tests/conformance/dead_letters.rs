@@ -1,0 +1,26 @@
+//! Dead letters and redrive: a message that always fails is parked at its
+//! last attempt with its inbox row (its redeliveries are duplicates), the
+//! others apply meanwhile, a redrive that fails again changes nothing, and
+//! one with the cause fixed applies it once.
+
+use crate::support::harness::{DEAD_LETTERED, RealDeadLetters, dead_letters};
+use crate::support::subjects::{ACCOUNT, DebitSubject, RefundSubject};
+
+#[test]
+fn a_poison_message_is_parked_kept_a_duplicate_and_redriven_once() {
+    let play = dead_letters(&DebitSubject::real(), &RealDeadLetters).expect("parked and redriven");
+    assert_eq!(
+        play.step(DEAD_LETTERED).state.balances,
+        vec![(ACCOUNT, 970)],
+        "the three others applied while the poison one was parked"
+    );
+    assert_eq!(play.step(DEAD_LETTERED).dead_letters.len(), 1);
+    assert_eq!(play.observed.state.balances, vec![(ACCOUNT, 960)]);
+    assert!(play.observed.dead_letters.is_empty());
+}
+
+#[test]
+fn a_refund_parked_and_redriven_is_credited_once() {
+    let play = dead_letters(&RefundSubject::real(), &RealDeadLetters).expect("parked and redriven");
+    assert_eq!(play.observed.state.refunds.len(), 4);
+}

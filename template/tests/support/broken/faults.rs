@@ -1,0 +1,124 @@
+//! Mistakes with the database's faults: held against the message as a
+//! failure, taken as final, or taken as a duplicate. A deadlock, a lock or
+//! statement timeout, a lost connection or a full disk is not the
+//! message's fault; it must fail the batch and nothing else.
+
+use std::time::Duration;
+
+use {{crate_name}}::handler::Handler;
+use {{crate_name}}::inbox::{DeadLetter, Delivery, Inbox, Outcome, Policy, StorageError};
+use {{crate_name}}::message::Message;
+
+use super::one_at_a_time;
+use crate::support::database::Fixture;
+use crate::support::harness::{ImpatientUnderTest, InboxUnderTest, now_millis};
+use crate::support::raw::Raw;
+
+/// Failures after which the broken inboxes here dead-letter a message.
+const MAX_ATTEMPTS: u32 = 2;
+
+/// Insert first, in one transaction, as it should; but any error from the
+/// handler counts as a failure of the message, a storage fault included
+/// (the `StorageError` is never told apart): a message whose write hit a
+/// full disk is dead-lettered, though it would apply once the disk has
+/// room. Caught by the storage fault in a handler's write.
+pub struct FaultCounted;
+
+impl InboxUnderTest for FaultCounted {
+    fn name(&self) -> String {
+        "storage faults counted against the message".into()
+    }
+    fn open(&self, fixture: &Fixture) -> Box<dyn Inbox> {
+        one_at_a_time(fixture, |raw, handler, message| {
+            deliver_blaming_the_message(raw, handler, message, false)
+        })
+    }
+}
+
+/// Insert first, in one transaction; but a handler error that is a storage
+/// fault is taken as final and the message refused at once (as if a
+/// timeout said something about the message). Caught by the storage fault
+/// in a handler's write.
+pub struct FaultRefused;
+
+impl InboxUnderTest for FaultRefused {
+    fn name(&self) -> String {
+        "storage faults taken as final".into()
+    }
+    fn open(&self, fixture: &Fixture) -> Box<dyn Inbox> {
+        one_at_a_time(fixture, |raw, handler, message| {
+            deliver_blaming_the_message(raw, handler, message, true)
+        })
+    }
+}
+
+/// The real algorithm, except that a failed handler is the message's
+/// fault whatever the error: counted (dead-lettered at the last attempt),
+/// or, with `at_once`, refused at once.
+fn deliver_blaming_the_message(
+    raw: &mut dyn Raw,
+    handler: &dyn Handler,
+    message: &Message,
+    at_once: bool,
+) -> Result<Outcome, StorageError> {
+    let (consumer, id) = (handler.consumer(), message.id.as_str());
+    raw.begin()?;
+    if !raw.record(consumer, id, now_millis())? {
+        raw.rollback();
+        return Ok(Outcome::Duplicate);
+    }
+    let Err(error) = raw.apply(handler, message) else {
+        raw.commit()?;
+        return Ok(Outcome::Applied);
+    };
+    raw.rollback();
+    let error = error.to_string();
+    let failures = raw.count_failure(consumer, id, &error, now_millis())?;
+    if !at_once && failures < MAX_ATTEMPTS {
+        return Ok(Outcome::Failed(error));
+    }
+    let (event_type, payload) = message.event.encode();
+    raw.dead_letter(&DeadLetter {
+        consumer: consumer.to_owned(),
+        message_id: id.to_owned(),
+        event_type: event_type.to_owned(),
+        payload,
+        error: error.clone(),
+        attempts: failures,
+        refused: at_once,
+        dead_at: now_millis(),
+    })?;
+    raw.record(consumer, id, now_millis())?;
+    Ok(if at_once {
+        Outcome::Refused(error)
+    } else {
+        Outcome::DeadLettered(error)
+    })
+}
+
+/// The real inbox, except that a batch the database refused for a lock
+/// timeout is reported as duplicates: "someone else has it, so it is
+/// done". The other transaction may roll back; the message is then
+/// acknowledged and never applied. Caught by the claim held by another
+/// transaction.
+pub struct LockTimeoutAsDuplicate;
+
+struct TimeoutsAreDuplicates(Box<dyn Inbox>);
+
+impl Inbox for TimeoutsAreDuplicates {
+    fn deliver_batch(&mut self, batch: &[Delivery<'_>]) -> Result<Vec<Outcome>, StorageError> {
+        match self.0.deliver_batch(batch) {
+            Err(error) if error.is_storage_fault() => Ok(vec![Outcome::Duplicate; batch.len()]),
+            other => other,
+        }
+    }
+}
+
+impl ImpatientUnderTest for LockTimeoutAsDuplicate {
+    fn name(&self) -> String {
+        "lock timeouts taken as duplicates".into()
+    }
+    fn open(&self, fixture: &Fixture, policy: Policy, wait: Duration) -> Box<dyn Inbox> {
+        Box::new(TimeoutsAreDuplicates(fixture.impatient_inbox(policy, wait)))
+    }
+}

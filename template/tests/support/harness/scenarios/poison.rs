@@ -1,0 +1,198 @@
+//! **Dead letters and redrive**: a message whose handler always fails is
+//! counted, then parked as a dead letter at its `max_attempts`-th failure,
+//! with its payload and its inbox row, so that its redeliveries are
+//! duplicates; the other messages apply meanwhile. A redrive that fails
+//! again leaves the dead letter exactly as it was; one with the cause
+//! fixed applies the message once and removes the dead letter.
+
+use std::collections::HashSet;
+
+use {{crate_name}}::event::Event;
+use {{crate_name}}::inbox::{DeadLetters, Outcome, Policy};
+use {{crate_name}}::message::Message;
+use {{crate_name}}::pipeline::Summary;
+
+use super::deliver_all;
+use crate::support::harness::judge::observe;
+use crate::support::harness::{
+    DeadLettersUnderTest, Expected, FailFor, Play, RealInbox, Subject, Violation, facts,
+    fixture_for,
+};
+
+/// Failures after which the scenario's poison message is dead-lettered.
+pub const MAX_ATTEMPTS: u32 = 3;
+
+/// The step observed once the poison message was dead-lettered.
+pub const DEAD_LETTERED: &str = "after the poison message was dead-lettered";
+/// The step observed after one more delivery of everything.
+pub const REDELIVERED: &str = "after a redelivery of everything";
+/// The step observed after a redrive that failed again.
+pub const FAILED_REDRIVE: &str = "after a redrive that failed again";
+
+/// Facts the subject applies (none it refuses), `count` of them.
+fn applied_facts<S: Subject>(subject: &S, count: usize) -> Vec<Message> {
+    let candidates = facts(subject, "m-", 4 * count);
+    let refused = subject.model(&candidates).refused;
+    candidates
+        .into_iter()
+        .filter(|message| !refused.contains_key(message.id.as_str()))
+        .take(count)
+        .collect()
+}
+
+pub fn play_dead_letters<S: Subject>(
+    subject: &S,
+    letters: &dyn DeadLettersUnderTest,
+) -> (Play<S::State>, [Outcome; 2]) {
+    let fixture = fixture_for(&RealInbox::BATCHED, &[subject]);
+    let handler = subject.handler();
+    let messages = applied_facts(subject, 4);
+    let poison = messages[1].clone();
+    let failing = FailFor::new(handler.clone(), HashSet::from([poison.id.to_string()]));
+    let mut inbox = letters.open(
+        &fixture,
+        Policy {
+            max_attempts: MAX_ATTEMPTS,
+        },
+    );
+    let mut outcomes = Summary::default();
+    for _ in 0..MAX_ATTEMPTS {
+        outcomes += deliver_all(inbox.as_mut(), &failing, &messages);
+    }
+    let dead_lettered = observe(&fixture, subject, outcomes);
+    let again = deliver_all(inbox.as_mut(), &failing, &messages);
+    let redelivered = observe(&fixture, subject, again);
+    let still_failing = redrive(inbox.as_mut(), &failing, &poison);
+    let failed_redrive = observe(&fixture, subject, Summary::default());
+    let fixed = redrive(inbox.as_mut(), handler.as_ref(), &poison);
+    let finally = deliver_all(inbox.as_mut(), handler.as_ref(), &messages);
+    let play = Play {
+        scenario: format!("dead letters and redrive via {}", letters.name()),
+        consumer: handler.consumer().to_owned(),
+        deliveries: u64::from(MAX_ATTEMPTS + 2) * messages.len() as u64,
+        steps: vec![
+            (DEAD_LETTERED.to_owned(), dead_lettered),
+            (REDELIVERED.to_owned(), redelivered),
+            (FAILED_REDRIVE.to_owned(), failed_redrive),
+        ],
+        observed: observe(&fixture, subject, finally),
+        messages,
+    };
+    (play, [still_failing, fixed])
+}
+
+fn redrive(
+    inbox: &mut dyn DeadLetters,
+    handler: &dyn {{crate_name}}::handler::Handler,
+    message: &Message,
+) -> Outcome {
+    inbox
+        .redrive(handler, message)
+        .unwrap_or_else(|error| Outcome::Failed(format!("storage error: {error}")))
+}
+
+/// Judged: see the module's comment, step by step.
+pub fn dead_letters<S: Subject>(
+    subject: &S,
+    letters: &dyn DeadLettersUnderTest,
+) -> Result<Play<S::State>, Violation> {
+    let (play, [still_failing, fixed]) = play_dead_letters(subject, letters);
+    let poison = &play.messages[1];
+    let healthy: Vec<Message> = play
+        .messages
+        .iter()
+        .filter(|message| message.id != poison.id)
+        .cloned()
+        .collect();
+    let before_redrive = Expected::of(subject, &healthy)?;
+    let fail = |step: &str, problems: Vec<String>| -> Result<(), Violation> {
+        if problems.is_empty() {
+            return Ok(());
+        }
+        Err(play.violation(&format!("{step}: {}", problems.join("; "))))
+    };
+
+    let parked = play.step(DEAD_LETTERED);
+    let mut problems = before_redrive.problems(&parked.state, &parked.refused());
+    let rounds = u64::from(MAX_ATTEMPTS);
+    let expected = Summary {
+        applied: healthy.len() as u64,
+        duplicate: (rounds - 1) * healthy.len() as u64,
+        failed: rounds - 1,
+        dead_lettered: 1,
+        ..Summary::default()
+    };
+    if parked.outcomes != expected {
+        problems.push(format!(
+            "outcomes {}, expected {expected} (dead-lettered at failure {MAX_ATTEMPTS}, not before, not never)",
+            parked.outcomes
+        ));
+    }
+    match parked.dead_letters.as_slice() {
+        [letter] => {
+            let (event_type, payload) = poison.event.encode();
+            let same_message = letter.message_id == poison.id.as_str()
+                && letter.event_type == event_type
+                && Event::decode(&letter.event_type, &letter.payload).ok()
+                    == Event::decode(event_type, &payload).ok();
+            if !same_message || letter.refused || letter.attempts != MAX_ATTEMPTS {
+                problems.push(format!(
+                    "the dead letter {letter:?} is not the poison message {} with {MAX_ATTEMPTS} attempts",
+                    poison.id
+                ));
+            }
+        }
+        letters => problems.push(format!("dead letters {letters:?}: expected the poison one")),
+    }
+    if parked.inbox_rows != play.messages.len() {
+        problems.push(format!(
+            "{} inbox rows: a dead letter keeps its inbox row, so that redeliveries are duplicates",
+            parked.inbox_rows
+        ));
+    }
+    fail(DEAD_LETTERED, problems)?;
+
+    let redelivered = play.step(REDELIVERED);
+    let mut problems = before_redrive.problems(&redelivered.state, &redelivered.refused());
+    let all_duplicates = Summary {
+        duplicate: play.messages.len() as u64,
+        ..Summary::default()
+    };
+    if redelivered.outcomes != all_duplicates {
+        problems.push(format!(
+            "outcomes {}: a dead-lettered message is a duplicate when it comes again",
+            redelivered.outcomes
+        ));
+    }
+    fail(REDELIVERED, problems)?;
+
+    let failed_again = play.step(FAILED_REDRIVE);
+    let mut problems = before_redrive.problems(&failed_again.state, &failed_again.refused());
+    if still_failing == Outcome::Applied {
+        problems.push("a redrive of a message that still fails reported it applied".into());
+    }
+    if failed_again.dead_letters != parked.dead_letters {
+        problems.push(format!(
+            "the dead letter changed: {:?}, was {:?} (a redrive that fails must leave it as it was)",
+            failed_again.dead_letters, parked.dead_letters
+        ));
+    }
+    fail(FAILED_REDRIVE, problems)?;
+
+    let end = &play.observed;
+    let mut problems = Expected::of(subject, &play.messages)?.problems(&end.state, &end.refused());
+    if fixed != Outcome::Applied {
+        problems.push(format!("the redrive with the cause fixed gave {fixed:?}"));
+    }
+    if !end.dead_letters.is_empty() {
+        problems.push(format!(
+            "dead letters {:?} left after the redrive applied",
+            end.dead_letters
+        ));
+    }
+    if end.outcomes != all_duplicates {
+        problems.push(format!("after the redrive, outcomes {}", end.outcomes));
+    }
+    fail("after the redrive", problems)?;
+    Ok(play)
+}

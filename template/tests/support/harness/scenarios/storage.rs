@@ -1,0 +1,234 @@
+//! **The database's faults are never the message's**: a storage fault in
+//! a handler's own write, and a claim that waits for another transaction
+//! until its lock times out, fail the whole batch without counting a
+//! failure, without a dead letter, and without calling anything a
+//! duplicate; the redelivery applies each message once.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use {{crate_name}}::event::Event;
+use {{crate_name}}::handler::{Handler, HandlerError};
+use {{crate_name}}::handlers::Tables;
+use {{crate_name}}::inbox::{Inbox, Policy, StorageError, StorageFault};
+use {{crate_name}}::message::Message;
+use {{crate_name}}::pipeline::Summary;
+
+use super::deliver_all;
+use crate::support::database::Fixture;
+use crate::support::harness::judge::observe;
+use crate::support::harness::{
+    Expected, InboxUnderTest, Observed, Play, RealInbox, Subject, Violation, facts, fixture_for,
+};
+
+/// The step observed after the faulty deliveries.
+pub const AFTER_FAULTS: &str = "after the deliveries the database failed";
+
+/// Attempts the scenarios allow before a dead letter: fewer than the
+/// faults they inject, so that a fault counted against a message parks it.
+const MAX_ATTEMPTS: u32 = 2;
+/// Faulty deliveries of each message.
+const FAULTS: u32 = 3;
+
+/// The handler, except that its last write fails with a storage fault
+/// (`Unavailable`, as a full disk or a lost connection reports it) for
+/// the first [`FAULTS`] attempts at one message.
+pub struct FaultyWrites {
+    inner: Arc<dyn Handler>,
+    id: String,
+    left: Mutex<u32>,
+}
+
+impl FaultyWrites {
+    pub fn new(inner: Arc<dyn Handler>, id: &str) -> Self {
+        Self {
+            inner,
+            id: id.to_owned(),
+            left: Mutex::new(FAULTS),
+        }
+    }
+}
+
+impl Handler for FaultyWrites {
+    fn consumer(&self) -> &'static str {
+        self.inner.consumer()
+    }
+    fn subscribes_to(&self, event: &Event) -> bool {
+        self.inner.subscribes_to(event)
+    }
+    fn apply(&self, tables: &mut dyn Tables, message: &Message) -> Result<(), HandlerError> {
+        self.inner.apply(tables, message)?;
+        let mut left = self.left.lock().expect("faults left");
+        if message.id.as_str() != self.id || *left == 0 {
+            return Ok(());
+        }
+        *left -= 1;
+        Err(StorageError::new(
+            StorageFault::Unavailable,
+            "injected: the database refused the handler's write (disk full)",
+        )
+        .into())
+    }
+}
+
+/// Facts the subject applies (none it refuses).
+fn applied_facts<S: Subject>(subject: &S, count: usize) -> Vec<Message> {
+    let candidates = facts(subject, "m-", 4 * count);
+    let refused = subject.model(&candidates).refused;
+    candidates
+        .into_iter()
+        .filter(|message| !refused.contains_key(message.id.as_str()))
+        .take(count)
+        .collect()
+}
+
+pub fn play_storage_fault_in_handler<S: Subject>(
+    subject: &S,
+    inbox: &dyn InboxUnderTest,
+    count: usize,
+) -> Play<S::State> {
+    let fixture = fixture_for(inbox, &[subject]);
+    let messages = applied_facts(subject, count);
+    // The first message of every batch faults, so every batch fails.
+    let faulty = FaultyWrites::new(subject.handler(), messages[0].id.as_str());
+    let mut worker = inbox.open(&fixture);
+    let mut faulted = Summary::default();
+    for _ in 0..FAULTS {
+        faulted += deliver_all(worker.as_mut(), &faulty, &messages);
+    }
+    let after_faults = observe(&fixture, subject, faulted);
+    let outcomes = deliver_all(worker.as_mut(), &faulty, &messages);
+    Play {
+        scenario: format!("storage fault in the handler's write via {}", inbox.name()),
+        consumer: subject.handler().consumer().to_owned(),
+        deliveries: count as u64,
+        steps: vec![(AFTER_FAULTS.to_owned(), after_faults)],
+        observed: observe(&fixture, subject, outcomes),
+        messages,
+    }
+}
+
+/// Judged: after the faults nothing applied, nothing settled, no failure
+/// counted and no dead letter; after the redelivery, each message once.
+pub fn storage_fault_in_handler<S: Subject>(
+    subject: &S,
+    inbox: &dyn InboxUnderTest,
+    count: usize,
+) -> Result<Play<S::State>, Violation> {
+    let play = play_storage_fault_in_handler(subject, inbox, count);
+    let faulted = play.step(AFTER_FAULTS);
+    let problems = nothing_held_against(faulted, subject)?;
+    if !problems.is_empty() {
+        return Err(play.violation(&format!("{AFTER_FAULTS}: {}", problems.join("; "))));
+    }
+    play.judge(subject)
+}
+
+/// What is wrong with `faulted`, the state after batches the database
+/// failed: anything applied or settled, a failure counted, a dead letter.
+fn nothing_held_against<S: Subject>(
+    faulted: &Observed<S::State>,
+    subject: &S,
+) -> Result<Vec<String>, Violation> {
+    let mut problems = Expected::of(subject, &[])?.problems(&faulted.state, &faulted.refused());
+    let settled = Summary {
+        failed: 0,
+        ..faulted.outcomes
+    };
+    if settled != Summary::default() {
+        problems.push(format!(
+            "outcomes {} although the database failed every batch (nothing may be acknowledged)",
+            faulted.outcomes
+        ));
+    }
+    if !faulted.dead_letters.is_empty() {
+        problems.push(format!(
+            "dead letters {:?}: a database fault was held against the message",
+            faulted.dead_letters
+        ));
+    }
+    if faulted.attempts > 0 {
+        problems.push(format!(
+            "{} failures counted: a database fault was held against the message",
+            faulted.attempts
+        ));
+    }
+    Ok(problems)
+}
+
+/// How an inbox that gives up on a lock is opened: the real one, or a
+/// broken one.
+pub trait ImpatientUnderTest: Sync {
+    fn name(&self) -> String;
+    fn open(&self, fixture: &Fixture, policy: Policy, wait: Duration) -> Box<dyn Inbox>;
+}
+
+/// The real inbox, impatient.
+pub struct RealImpatient;
+
+impl ImpatientUnderTest for RealImpatient {
+    fn name(&self) -> String {
+        "real inbox".into()
+    }
+    fn open(&self, fixture: &Fixture, policy: Policy, wait: Duration) -> Box<dyn Inbox> {
+        fixture.impatient_inbox(policy, wait)
+    }
+}
+
+/// How long the impatient inbox waits for a lock.
+const LOCK_WAIT: Duration = Duration::from_millis(200);
+
+/// Another transaction claims the first message and keeps its transaction
+/// open; the inbox under test, which waits at most [`LOCK_WAIT`] for a
+/// lock, delivers every message [`FAULTS`] times, more than the attempts
+/// it allows (a timeout is not a failure, so none may count). Then the
+/// other transaction rolls back, and everything is delivered again.
+pub fn play_claim_held_elsewhere<S: Subject>(
+    subject: &S,
+    inbox: &dyn ImpatientUnderTest,
+    count: usize,
+) -> Play<S::State> {
+    let fixture = fixture_for(&RealInbox::BATCHED, &[subject]);
+    let handler = subject.handler();
+    let messages = applied_facts(subject, count);
+    let policy = Policy {
+        max_attempts: MAX_ATTEMPTS,
+    };
+    let mut worker = inbox.open(&fixture, policy, LOCK_WAIT);
+    let holder = fixture.hold_claim(handler.consumer(), messages[0].id.as_str());
+    let mut blocked = Summary::default();
+    for _ in 0..FAULTS {
+        blocked += deliver_all(worker.as_mut(), handler.as_ref(), &messages);
+    }
+    holder.release();
+    let after_faults = observe(&fixture, subject, blocked);
+    let outcomes = deliver_all(worker.as_mut(), handler.as_ref(), &messages);
+    Play {
+        scenario: format!("claim held by another transaction via {}", inbox.name()),
+        consumer: handler.consumer().to_owned(),
+        deliveries: count as u64,
+        steps: vec![(AFTER_FAULTS.to_owned(), after_faults)],
+        observed: observe(&fixture, subject, outcomes),
+        messages,
+    }
+}
+
+/// Judged: while the claim was held, nothing applied and nothing was
+/// called a duplicate (the other transaction had committed nothing), no
+/// failure was counted; after it rolled back, each message applies once.
+pub fn claim_held_elsewhere<S: Subject>(
+    subject: &S,
+    inbox: &dyn ImpatientUnderTest,
+    count: usize,
+) -> Result<Play<S::State>, Violation> {
+    let play = play_claim_held_elsewhere(subject, inbox, count);
+    let blocked = play.step(AFTER_FAULTS);
+    let problems = nothing_held_against(blocked, subject)?;
+    if !problems.is_empty() {
+        return Err(play.violation(&format!(
+            "while another transaction held a claim: {}",
+            problems.join("; ")
+        )));
+    }
+    play.judge(subject)
+}
