@@ -17,6 +17,8 @@
 //! * `database_faults`: a storage fault in a handler's write, or a claim
 //!   that times out behind another transaction, is never the message's;
 //! * `retention`: a purge keeps every row inside its window;
+//! * `statements`: a handler's statement that fails inside a batch rolls
+//!   back its own delivery only;
 //! * `coverage`: every registered consumer has a subject, and every subject
 //!   passes every scenario above;
 //! * `teeth`: every known-broken implementation fails the scenario aimed at
@@ -42,4 +44,5 @@ mod redeliver;
 mod restart;
 mod retention;
 mod run_twice;
+mod statements;
 mod teeth;

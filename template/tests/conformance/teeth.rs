@@ -6,17 +6,9 @@
 
 use std::sync::Arc;
 
-use crate::support::broken::{
-    CheckThenAct, DebitsTooMuch, DoesNothing, FaultCounted, FaultRefused, FoldsCase,
-    IgnoresFailedCommit, LockTimeoutAsDuplicate, MintedId, NoInbox, NormalizesIds, RecordFirst,
-    RemembersInMemory, SloppyPurge, TrimsIds, TruncatesIds, all_letters,
-};
-use crate::support::database::traps::{broken_ledger_keys, broken_outbox_keys, traps};
-use crate::support::harness::{
-    InboxUnderTest, RealInbox, Violation, business_key, claim_held_elsewhere, dead_letters,
-    exact_ids, failed_commit, parallel, purge_edge, redeliver_after_failure, restart, run_twice,
-    storage_fault_in_handler,
-};
+use crate::support::broken::*;
+use crate::support::database::traps::*;
+use crate::support::harness::*;
 use crate::support::subjects::{DebitSubject, NotifySubject};
 
 fn caught<T>(result: Result<T, Violation>, what: &str) {
@@ -167,4 +159,19 @@ fn a_lock_timeout_taken_as_a_duplicate_is_caught() {
         claim_held_elsewhere(&debit(), &LockTimeoutAsDuplicate, 5),
         "lock timeout taken as a duplicate",
     );
+}
+
+#[test]
+fn a_batch_without_savepoints_is_caught_by_a_failing_statement() {
+    run_twice(&debit(), &NoSavepoints, 50).expect("without failures it is fine");
+    caught(
+        statement_fails(&NoSavepoints, 10, Failing::Statement),
+        "no savepoint per delivery",
+    );
+    for inbox in whole_transaction_traps() {
+        caught(
+            statement_fails(inbox.as_ref(), 10, Failing::WholeTransaction),
+            &inbox.name(),
+        );
+    }
 }

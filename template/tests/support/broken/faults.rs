@@ -122,3 +122,45 @@ impl ImpatientUnderTest for LockTimeoutAsDuplicate {
         Box::new(TimeoutsAreDuplicates(fixture.impatient_inbox(policy, wait)))
     }
 }
+
+/// One transaction per batch, the inbox row inserted first, as it should;
+/// but no savepoint per delivery, so a handler's statement that fails
+/// takes its siblings with it. On PostgreSQL the error aborts the whole
+/// transaction: the deliveries before it were reported applied and are
+/// rolled back with it. On SQLite only the statement is undone: the
+/// failing delivery's inbox row is committed without its debit, and the
+/// redelivery calls it a duplicate. Caught by the debits that fail at
+/// their statement.
+pub struct NoSavepoints;
+
+struct WithoutSavepoints(Box<dyn Raw>);
+
+impl Inbox for WithoutSavepoints {
+    fn deliver_batch(&mut self, batch: &[Delivery<'_>]) -> Result<Vec<Outcome>, StorageError> {
+        self.0.begin()?;
+        let mut outcomes = Vec::with_capacity(batch.len());
+        for delivery in batch {
+            let (consumer, id) = (delivery.handler.consumer(), delivery.message.id.as_str());
+            let outcome = match self.0.record(consumer, id, now_millis()) {
+                Ok(false) => Outcome::Duplicate,
+                Err(error) => Outcome::Failed(error.to_string()),
+                Ok(true) => match self.0.apply(delivery.handler, delivery.message) {
+                    Ok(()) => Outcome::Applied,
+                    Err(error) => Outcome::Failed(error.to_string()),
+                },
+            };
+            outcomes.push(outcome);
+        }
+        self.0.commit()?;
+        Ok(outcomes)
+    }
+}
+
+impl InboxUnderTest for NoSavepoints {
+    fn name(&self) -> String {
+        "no savepoint per delivery".into()
+    }
+    fn open(&self, fixture: &Fixture) -> Box<dyn Inbox> {
+        Box::new(WithoutSavepoints(fixture.raw()))
+    }
+}

@@ -30,17 +30,7 @@ pub use inboxes::{
     DeadLettersUnderTest, InboxUnderTest, InboxWithLetters, RealDeadLetters, RealInbox,
 };
 pub use judge::{Expected, Observed, Play, Violation, distinct};
-pub use scenarios::{
-    AFTER_FAILURE, AFTER_FAULTS, AFTER_PURGE, AFTER_RESENDS, COMMIT_FAILED, DEAD_LETTERED,
-    FAILED_REDRIVE, FIRST_PROCESS, FaultyWrites, ImpatientUnderTest, PARALLEL_ROUNDS, Purger,
-    REDELIVERED, RealImpatient, RealPurge, Scenario, THROUGH_THE_INBOX, both_consumers,
-    business_key, claim_held_elsewhere, dead_letters, deliver_all, deliver_mixed, exact_ids,
-    failed_commit, parallel, play_both_consumers, play_business_key, play_claim_held_elsewhere,
-    play_dead_letters, play_exact_ids, play_failed_commit, play_parallel, play_purge_edge,
-    play_redeliver_after_failure, play_restart, play_run_twice, play_storage_fault_in_handler,
-    purge_edge, redeliver_after_failure, required_scenarios, restart, run_twice,
-    serve_second_process, storage_fault_in_handler, tricky_ids,
-};
+pub use scenarios::*;
 
 use std::collections::BTreeMap;
 use std::fmt::Debug;

@@ -232,3 +232,9 @@ impl InboxUnderTest for OnConflictResultIgnored {
         })
     }
 }
+
+/// Broken inboxes for a handler's statement that ends the whole
+/// transaction: none, since PostgreSQL has no such statement.
+pub fn whole_transaction_traps() -> Vec<Box<dyn InboxUnderTest>> {
+    Vec::new()
+}

@@ -151,3 +151,67 @@ impl InboxUnderTest for DeferredCheck {
         )))
     }
 }
+
+/// Broken inboxes for a handler's statement that ends the whole
+/// transaction (which SQLite can do), for the statement scenario.
+pub fn whole_transaction_traps() -> Vec<Box<dyn InboxUnderTest>> {
+    vec![Box::new(CarriesOnAfterRollback)]
+}
+
+/// A batch with a savepoint per delivery, as it should be, that never
+/// asks whether the transaction is still there. A trigger's
+/// `RAISE(ROLLBACK)` ends the whole transaction: the deliveries before it
+/// are rolled back though reported applied, and the ones after it run in
+/// transactions of their own (a SAVEPOINT outside a transaction starts
+/// one). Caught by the debit that ends its transaction.
+pub struct CarriesOnAfterRollback;
+
+struct CarriesOn(SqliteRaw);
+
+impl Inbox for CarriesOn {
+    fn deliver_batch(&mut self, batch: &[Delivery<'_>]) -> Result<Vec<Outcome>, StorageError> {
+        self.0.begin()?;
+        let mut outcomes = Vec::with_capacity(batch.len());
+        for delivery in batch {
+            let (consumer, id) = (delivery.handler.consumer(), delivery.message.id.as_str());
+            let db = self.0.connection();
+            let _ = db.execute_batch("SAVEPOINT delivery");
+            if !self.0.record(consumer, id, now_millis())? {
+                let _ = self.0.connection().execute_batch("RELEASE delivery");
+                outcomes.push(Outcome::Duplicate);
+                continue;
+            }
+            match self.0.apply(delivery.handler, delivery.message) {
+                Ok(()) => {
+                    let _ = self.0.connection().execute_batch("RELEASE delivery");
+                    outcomes.push(Outcome::Applied);
+                }
+                Err(error) => {
+                    // "no such savepoint" after RAISE(ROLLBACK): ignored.
+                    let _ = self
+                        .0
+                        .connection()
+                        .execute_batch("ROLLBACK TO delivery; RELEASE delivery");
+                    let _ = self
+                        .0
+                        .count_failure(consumer, id, &error.to_string(), now_millis());
+                    outcomes.push(Outcome::Failed(error.to_string()));
+                }
+            }
+        }
+        // "cannot commit: no transaction is active": ignored too.
+        let _ = self.0.commit();
+        Ok(outcomes)
+    }
+}
+
+impl InboxUnderTest for CarriesOnAfterRollback {
+    fn name(&self) -> String {
+        "carries on after the transaction ended".into()
+    }
+    fn open(&self, fixture: &Fixture) -> Box<dyn Inbox> {
+        Box::new(CarriesOn(SqliteRaw::new(
+            fixture.database().connect().expect("connect"),
+        )))
+    }
+}

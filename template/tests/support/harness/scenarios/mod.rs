@@ -13,23 +13,22 @@ mod poison;
 mod redelivery;
 mod restart;
 mod retention;
+mod statements;
 mod storage;
 mod twice;
 
-pub use business_key::{AFTER_RESENDS, THROUGH_THE_INBOX, business_key, play_business_key};
-pub use commit::{COMMIT_FAILED, failed_commit, play_failed_commit};
-pub use consumers::{both_consumers, play_both_consumers};
-pub use ids::{exact_ids, play_exact_ids, tricky_ids};
-pub use parallel::{PARALLEL_ROUNDS, parallel, play_parallel};
-pub use poison::{DEAD_LETTERED, FAILED_REDRIVE, REDELIVERED, dead_letters, play_dead_letters};
-pub use redelivery::{AFTER_FAILURE, play_redeliver_after_failure, redeliver_after_failure};
-pub use restart::{FIRST_PROCESS, play_restart, restart, serve_second_process};
-pub use retention::{AFTER_PURGE, Purger, RealPurge, play_purge_edge, purge_edge};
-pub use storage::{
-    AFTER_FAULTS, FaultyWrites, ImpatientUnderTest, RealImpatient, claim_held_elsewhere,
-    play_claim_held_elsewhere, play_storage_fault_in_handler, storage_fault_in_handler,
-};
-pub use twice::{play_run_twice, run_twice};
+pub use business_key::*;
+pub use commit::*;
+pub use consumers::*;
+pub use ids::*;
+pub use parallel::*;
+pub use poison::*;
+pub use redelivery::*;
+pub use restart::*;
+pub use retention::*;
+pub use statements::*;
+pub use storage::*;
+pub use twice::*;
 
 use {{crate_name}}::handler::Handler;
 use {{crate_name}}::inbox::{Delivery, Inbox};

@@ -1,0 +1,161 @@
+//! **A handler's statement that fails inside a delivery**: in the middle
+//! of a batch, the debit of some payments fails at its own SQL statement
+//! (a trigger refuses it). On PostgreSQL that aborts the whole
+//! transaction until it is rolled back to a savepoint; on SQLite the
+//! statement alone is undone. Either way the failing deliveries must roll
+//! back alone, counted, while their siblings apply, and the redelivery
+//! applies the failed ones once.
+//!
+//! And where the database can do it (SQLite, `RAISE(ROLLBACK)`), a
+//! statement that ends the whole transaction: nothing of the batch may be
+//! reported applied, the failing delivery's attempt is still counted, and
+//! the redelivery applies everything once.
+
+use {{crate_name}}::message::Message;
+use {{crate_name}}::pipeline::Summary;
+
+use super::deliver_all;
+use crate::support::harness::judge::observe;
+use crate::support::harness::{
+    Expected, InboxUnderTest, Play, Subject, Violation, facts, fixture_for,
+};
+use crate::support::subjects::DebitSubject;
+
+/// The step observed after the batch in which the statements failed.
+pub const STATEMENTS_FAILED: &str = "after the batch in which some debits failed";
+
+/// How the chosen debits fail.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Failing {
+    /// The statement fails; the transaction goes on (from a savepoint).
+    Statement,
+    /// The statement ends the whole transaction.
+    WholeTransaction,
+}
+
+/// Which of `count` payments fail: the 3rd and the 7th.
+fn failing(messages: &[Message]) -> Vec<&str> {
+    [2, 6]
+        .into_iter()
+        .filter_map(|at| messages.get(at))
+        .map(|message| message.id.as_str())
+        .collect()
+}
+
+/// `None` when the database cannot fail a statement that way.
+pub fn play_statement_fails(
+    inbox: &dyn InboxUnderTest,
+    count: usize,
+    how: Failing,
+) -> Option<Play<<DebitSubject as Subject>::State>> {
+    let subject = DebitSubject::real();
+    let fixture = fixture_for(inbox, &[&subject]);
+    let handler = subject.handler();
+    let messages = facts(&subject, "m-", count);
+    let failing = failing(&messages);
+    match how {
+        Failing::Statement => fixture.fail_debit_statements(&failing),
+        Failing::WholeTransaction => {
+            if !fixture.end_transaction_at_debits(&failing) {
+                return None;
+            }
+        }
+    }
+    let mut worker = inbox.open(&fixture);
+    let first = deliver_all(worker.as_mut(), handler.as_ref(), &messages);
+    let after = observe(&fixture, &subject, first);
+    fixture.heal_debits();
+    let outcomes = deliver_all(worker.as_mut(), handler.as_ref(), &messages);
+    Some(Play {
+        scenario: format!(
+            "debits failing at their statement ({how:?}) via {}",
+            inbox.name()
+        ),
+        consumer: handler.consumer().to_owned(),
+        deliveries: count as u64,
+        steps: vec![(STATEMENTS_FAILED.to_owned(), after)],
+        observed: observe(&fixture, &subject, outcomes),
+        messages,
+    })
+}
+
+/// Judged: see the module's comment. `Ok(None)`: the database cannot fail
+/// a statement that way.
+pub fn statement_fails(
+    inbox: &dyn InboxUnderTest,
+    count: usize,
+    how: Failing,
+) -> Result<Option<Play<<DebitSubject as Subject>::State>>, Violation> {
+    let Some(play) = play_statement_fails(inbox, count, how) else {
+        return Ok(None);
+    };
+    let subject = DebitSubject::real();
+    let failing = failing(&play.messages);
+    let siblings: Vec<Message> = play
+        .messages
+        .iter()
+        .filter(|message| !failing.contains(&message.id.as_str()))
+        .cloned()
+        .collect();
+    let after = play.step(STATEMENTS_FAILED);
+    let (applied, expected_outcomes) = match how {
+        Failing::Statement => (
+            siblings.clone(),
+            Summary {
+                applied: siblings.len() as u64,
+                failed: failing.len() as u64,
+                ..Summary::default()
+            },
+        ),
+        // The whole batch is lost: every delivery of it failed, none may
+        // be acknowledged. Only the one that ended it counts an attempt.
+        Failing::WholeTransaction => (
+            Vec::new(),
+            Summary {
+                failed: play.messages.len() as u64,
+                ..Summary::default()
+            },
+        ),
+    };
+    let mut problems = Expected::of(&subject, &applied)?.problems(&after.state, &after.refused());
+    if after.outcomes != expected_outcomes {
+        problems.push(format!(
+            "outcomes {}, expected {expected_outcomes}",
+            after.outcomes
+        ));
+    }
+    if after.inbox_rows != applied.len() {
+        problems.push(format!(
+            "{} inbox rows for {} deliveries applied",
+            after.inbox_rows,
+            applied.len()
+        ));
+    }
+    if after.attempts == 0 {
+        problems.push("no failure counted for the debits that failed".into());
+    }
+    if !problems.is_empty() {
+        return Err(play.violation(&format!("{STATEMENTS_FAILED}: {}", problems.join("; "))));
+    }
+    let expected = Expected::of(&subject, &play.messages)?;
+    let end = &play.observed;
+    let mut problems = expected.problems(&end.state, &end.refused());
+    let redelivered = Summary {
+        applied: (play.messages.len() - applied.len()) as u64,
+        duplicate: applied.len() as u64,
+        ..Summary::default()
+    };
+    if end.outcomes != redelivered {
+        problems.push(format!(
+            "the redelivery gave {}, expected {redelivered}",
+            end.outcomes
+        ));
+    }
+    if end.inbox_rows != play.messages.len() {
+        problems.push(format!("{} inbox rows in the end", end.inbox_rows));
+    }
+    if !problems.is_empty() {
+        return Err(play.violation(&format!("after the redelivery: {}", problems.join("; "))));
+    }
+    Ok(Some(play))
+}
