@@ -17,6 +17,8 @@
 //! * `database_faults`: a storage fault in a handler's write, or a claim
 //!   that times out behind another transaction, is never the message's;
 //! * `retention`: a purge keeps every row inside its window;
+//! * `rules`: different messages about one entity, delivered at once from
+//!   two processes, end as some serial order of them would;
 //! * `statements`: a handler's statement that fails inside a batch rolls
 //!   back its own delivery only;
 //! * `coverage`: every registered consumer has a subject, and every subject
@@ -43,6 +45,7 @@ mod parallel;
 mod redeliver;
 mod restart;
 mod retention;
+mod rules;
 mod run_twice;
 mod statements;
 mod teeth;

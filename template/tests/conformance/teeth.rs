@@ -6,10 +6,14 @@
 
 use std::sync::Arc;
 
+use {{crate_name}}::handler::Handler;
+use {{crate_name}}::handlers::Refund;
+
 use crate::support::broken::*;
+use crate::support::database::CONCURRENT_WRITERS;
 use crate::support::database::traps::*;
 use crate::support::harness::*;
-use crate::support::subjects::{DebitSubject, NotifySubject};
+use crate::support::subjects::{DebitSubject, NotifySubject, RefundSubject};
 
 fn caught<T>(result: Result<T, Violation>, what: &str) {
     match result {
@@ -174,4 +178,62 @@ fn a_batch_without_savepoints_is_caught_by_a_failing_statement() {
             &inbox.name(),
         );
     }
+}
+
+fn refund(handler: impl Handler + 'static) -> RefundSubject {
+    RefundSubject {
+        handler: Arc::new(handler),
+    }
+}
+
+#[test]
+fn a_rule_across_messages_kept_without_the_database_is_caught() {
+    for (name, subject) in [
+        (
+            "cap checked with plain reads",
+            refund(CapCheckedWithPlainReads),
+        ),
+        ("cap kept in memory", refund(CapKeptInMemory::default())),
+    ] {
+        run_twice(&subject, &RealInbox::BATCHED, 50).expect("one at a time it is right");
+        let verdict = rules_across_messages(&subject, &RealInbox::ONE_PER_TRANSACTION);
+        if CONCURRENT_WRITERS || name == "cap kept in memory" {
+            caught(verdict, name);
+        } else {
+            // One writer at a time: a plain read inside the delivery's
+            // transaction is safe here.
+            verdict.unwrap_or_else(|v| panic!("{name} is right with one writer: {v}"));
+        }
+    }
+}
+
+#[test]
+fn wrong_refunds_are_caught() {
+    caught(run_twice(&refund(NoCap), &RealInbox::BATCHED, 50), "no cap");
+    caught(
+        run_twice(&refund(CreditsTwice), &RealInbox::BATCHED, 50),
+        "credits twice",
+    );
+    caught(
+        run_twice(
+            &refund(DoesNothing(Arc::new(Refund))),
+            &RealInbox::BATCHED,
+            50,
+        ),
+        "does nothing",
+    );
+    run_twice(&refund(RefundKeyedByMessageId), &RealInbox::BATCHED, 50)
+        .expect("new messages, new refunds: it looks right");
+    caught(
+        business_key(&refund(RefundKeyedByMessageId), &RealInbox::BATCHED, 20),
+        "keyed by message id",
+    );
+    caught(
+        run_twice(
+            &refund(ForgetsRefusals(Arc::new(Refund))),
+            &RealInbox::BATCHED,
+            50,
+        ),
+        "refusals taken for failures",
+    );
 }

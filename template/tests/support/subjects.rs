@@ -223,9 +223,10 @@ pub const REFUNDABLE_AMOUNT: i64 = 1_000_000;
 pub const DISPUTED_PAYMENTS: usize = 20;
 /// What each disputed payment debited.
 pub const DISPUTED_AMOUNT: i64 = 100;
-/// The refunds of one disputed payment, delivered at once: 130 in all, so
-/// that which of them fit in its 100 depends on their order.
-pub const DISPUTED_REFUNDS: [i64; 5] = [40, 30, 30, 20, 10];
+/// The refunds of one disputed payment, delivered at once: 180 in all,
+/// the first three (delivered by one process) 150, so that which of them
+/// fit in its 100 depends on their order.
+pub const DISPUTED_REFUNDS: [i64; 5] = [60, 50, 40, 20, 10];
 /// The account every refunded payment came from, and its balance before
 /// the seeded payments.
 pub const REFUND_ACCOUNT: i64 = 7;
@@ -388,7 +389,7 @@ impl Subject for RefundSubject {
     }
 
     /// The refunds of disputed payment `round`, together more than it
-    /// debited.
+    /// debited (none beyond the seeded disputed payments).
     fn contended(&self, round: usize) -> Vec<Message> {
         assert!(
             round < DISPUTED_PAYMENTS,

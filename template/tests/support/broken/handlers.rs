@@ -1,10 +1,11 @@
 //! Handlers that do the wrong thing.
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 
-use {{crate_name}}::event::Event;
-use {{crate_name}}::handler::{Handler, HandlerError};
-use {{crate_name}}::handlers::{Debit, Tables};
+use {{crate_name}}::event::{Event, PaymentRefunded};
+use {{crate_name}}::handler::{Handler, HandlerError, Refused};
+use {{crate_name}}::handlers::{Debit, Refund, Refunded, Tables};
 use {{crate_name}}::message::Message;
 
 /// A handler that does nothing and succeeds. Every duplicate test passes
@@ -44,5 +45,186 @@ impl Handler for DebitsTooMuch {
             event: Event::PaymentCaptured(payment),
         };
         Debit.apply(tables, &message)
+    }
+}
+
+/// The `refund` payload of a message.
+fn refund_request(message: &Message) -> &PaymentRefunded {
+    message.event.payment_refunded().expect("a refund")
+}
+
+/// `refund` with its cap checked by plain reads (every refund, every
+/// debit: SELECTs that lock nothing) before it writes. Two refunds of one
+/// payment handled at once each see the room the other is about to take:
+/// on PostgreSQL both go through, above what was paid. (On SQLite the
+/// delivery's `BEGIN IMMEDIATE` already holds the one write lock, so there
+/// it is right.) Caught by the rules across messages.
+pub struct CapCheckedWithPlainReads;
+
+impl Handler for CapCheckedWithPlainReads {
+    fn consumer(&self) -> &'static str {
+        Refund.consumer()
+    }
+    fn subscribes_to(&self, event: &Event) -> bool {
+        Refund.subscribes_to(event)
+    }
+    fn apply(&self, tables: &mut dyn Tables, message: &Message) -> Result<(), HandlerError> {
+        let request = refund_request(message);
+        let Some(debit) = tables
+            .debits()?
+            .into_iter()
+            .find(|debit| debit.payment_id == request.payment_id)
+        else {
+            return Err(Refused::because("never captured").into());
+        };
+        let refunded: i64 = tables
+            .refunds()?
+            .iter()
+            .filter(|refund| refund.payment_id == request.payment_id)
+            .map(|refund| refund.amount)
+            .sum();
+        if debit.account != request.account || refunded + request.amount > debit.amount {
+            return Err(Refused::because("refused").into());
+        }
+        record(tables, request)
+    }
+}
+
+/// Records `request` as `refund` would.
+fn record(tables: &mut dyn Tables, request: &PaymentRefunded) -> Result<(), HandlerError> {
+    let refund = Refunded {
+        refund_id: request.refund_id.clone(),
+        payment_id: request.payment_id.clone(),
+        account: request.account,
+        amount: request.amount,
+    };
+    if !tables.record_refund(&refund)? {
+        return Err(Refused::because("credited before").into());
+    }
+    Ok(())
+}
+
+/// `refund` keeping what each payment has left to refund in the process's
+/// memory (read from the database once, then counted down in Rust, under a
+/// mutex): the workers of one process agree, another process has its own
+/// count, and between them they refund more than was paid. Caught by the
+/// rules across messages, whose second process refunds beside it.
+#[derive(Default)]
+pub struct CapKeptInMemory {
+    /// By payment: its account, and what is left to refund.
+    left: Mutex<HashMap<String, (i64, i64)>>,
+}
+
+impl Handler for CapKeptInMemory {
+    fn consumer(&self) -> &'static str {
+        Refund.consumer()
+    }
+    fn subscribes_to(&self, event: &Event) -> bool {
+        Refund.subscribes_to(event)
+    }
+    fn apply(&self, tables: &mut dyn Tables, message: &Message) -> Result<(), HandlerError> {
+        let request = refund_request(message);
+        let mut left = self.left.lock().expect("memory");
+        let (account, left) = match left.entry(request.payment_id.clone()) {
+            std::collections::hash_map::Entry::Occupied(known) => known.into_mut(),
+            std::collections::hash_map::Entry::Vacant(first) => {
+                let Some(payment) = tables.refundable(&request.payment_id)? else {
+                    return Err(Refused::because("never captured").into());
+                };
+                first.insert((payment.account, payment.debited - payment.refunded))
+            }
+        };
+        if *account != request.account || request.amount > *left {
+            return Err(Refused::because("refused").into());
+        }
+        record(tables, request)?;
+        *left -= request.amount;
+        Ok(())
+    }
+}
+
+/// `refund` with no cap at all: every refund is credited, whatever was
+/// paid. Caught by the model (a refund of more than its payment is among
+/// the ordinary facts, and must be refused).
+pub struct NoCap;
+
+impl Handler for NoCap {
+    fn consumer(&self) -> &'static str {
+        Refund.consumer()
+    }
+    fn subscribes_to(&self, event: &Event) -> bool {
+        Refund.subscribes_to(event)
+    }
+    fn apply(&self, tables: &mut dyn Tables, message: &Message) -> Result<(), HandlerError> {
+        let request = refund_request(message);
+        if tables.refundable(&request.payment_id)?.is_none() {
+            return Err(Refused::because("never captured").into());
+        }
+        record(tables, request)
+    }
+}
+
+/// `refund` keyed by the message id instead of the refund id in its
+/// payload: the same refund sent again in a new message is credited again.
+/// Caught by the business key, which repeats each fact under a new id.
+pub struct RefundKeyedByMessageId;
+
+impl Handler for RefundKeyedByMessageId {
+    fn consumer(&self) -> &'static str {
+        Refund.consumer()
+    }
+    fn subscribes_to(&self, event: &Event) -> bool {
+        Refund.subscribes_to(event)
+    }
+    fn apply(&self, tables: &mut dyn Tables, message: &Message) -> Result<(), HandlerError> {
+        let mut request = refund_request(message).clone();
+        request.refund_id = format!("rf-{}", message.id);
+        let message = Message {
+            id: message.id.clone(),
+            event: Event::PaymentRefunded(request),
+        };
+        Refund.apply(tables, &message)
+    }
+}
+
+/// A handler whose refusals are plain errors: the inbox cannot tell them
+/// from a failure that may heal, so a message that can never apply is
+/// retried until it is dead-lettered, instead of being refused at once.
+/// (The same as an inbox that never looks for [`Refused`].) Caught by the
+/// model, which says which messages are refused.
+pub struct ForgetsRefusals(pub Arc<dyn Handler>);
+
+impl Handler for ForgetsRefusals {
+    fn consumer(&self) -> &'static str {
+        self.0.consumer()
+    }
+    fn subscribes_to(&self, event: &Event) -> bool {
+        self.0.subscribes_to(event)
+    }
+    fn apply(&self, tables: &mut dyn Tables, message: &Message) -> Result<(), HandlerError> {
+        self.0
+            .apply(tables, message)
+            .map_err(|error| error.to_string().into())
+    }
+}
+
+/// `refund` crediting twice what was refunded. Caught by the model.
+pub struct CreditsTwice;
+
+impl Handler for CreditsTwice {
+    fn consumer(&self) -> &'static str {
+        Refund.consumer()
+    }
+    fn subscribes_to(&self, event: &Event) -> bool {
+        Refund.subscribes_to(event)
+    }
+    fn apply(&self, tables: &mut dyn Tables, message: &Message) -> Result<(), HandlerError> {
+        let mut request = refund_request(message).clone();
+        request.amount *= 2;
+        let message = Message {
+            id: message.id.clone(),
+            event: Event::PaymentRefunded(request),
+        };
+        Refund.apply(tables, &message)
     }
 }

@@ -10,9 +10,11 @@ mod consumers;
 mod ids;
 mod parallel;
 mod poison;
+mod process;
 mod redelivery;
 mod restart;
 mod retention;
+mod serial;
 mod statements;
 mod storage;
 mod twice;
@@ -23,9 +25,11 @@ pub use consumers::*;
 pub use ids::*;
 pub use parallel::*;
 pub use poison::*;
+pub use process::{SECOND_PROCESS_TEST, serve_second_process};
 pub use redelivery::*;
 pub use restart::*;
 pub use retention::*;
+pub use serial::*;
 pub use statements::*;
 pub use storage::*;
 pub use twice::*;
@@ -35,7 +39,9 @@ use {{crate_name}}::inbox::{Delivery, Inbox};
 use {{crate_name}}::message::Message;
 use {{crate_name}}::pipeline::Summary;
 
-use super::{InboxUnderTest, RealInbox, Subject, Violation, stress_messages, stress_workers};
+use super::{
+    InboxUnderTest, RealDeadLetters, RealInbox, Subject, Violation, stress_messages, stress_workers,
+};
 
 /// Delivers `messages` in order through one connection, as one batch (the
 /// inbox under test splits it into transactions), and counts outcomes. A
@@ -140,6 +146,9 @@ pub fn required_scenarios<S: Subject>(subject: &S) -> Vec<Violation> {
                 violations.push(violation);
             }
         }
+        violations.extend(storage_fault_in_handler(subject, &inbox, 10).err());
+        violations.extend(rules_across_messages(subject, &inbox).err());
     }
+    violations.extend(dead_letters(subject, &RealDeadLetters).err());
     violations
 }

@@ -1,0 +1,403 @@
+//! **Rules across messages**: different messages about one business
+//! entity (the refunds of one payment), delivered at the same moment by
+//! several workers of this process and of a second one, none of them
+//! routed by partition key. The inbox keeps each message once; it does not
+//! keep a rule that spans messages ("never more than was paid"): the
+//! handler must, with a lock or a conditional write in the database.
+//!
+//! The judge does not know how the rule is kept. After each round it asks
+//! only whether the end state, and which messages were refused, equal what
+//! the subject's model gives for *some* serial order of the round's
+//! messages (after the orders found for the rounds before). A handful of
+//! messages has few orders (5 have 120): they are simply all tried. A
+//! check made with a plain read before the write lets two refunds through
+//! where one fits, which no order explains.
+//!
+//! Rounds alternate between two ways of delivering:
+//!
+//! * **at once**: every message by its own worker at the same moment. Where
+//!   the database runs writers side by side (PostgreSQL), the workers of
+//!   this process also meet inside their transactions, right before the
+//!   handler runs, so that their reads really overlap. (On SQLite a
+//!   transaction holds the one write lock from its first statement, so
+//!   these rounds serialize: there the scenario checks that the serial
+//!   result is right.)
+//! * **in turns**: one message at a time, taking turns between the two
+//!   processes. A rule kept in one process's memory (a count read once,
+//!   then kept up to date in Rust) goes stale as soon as the other process
+//!   applies a message, and lets the next one through.
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::Stdio;
+use std::sync::{Barrier, Condvar, Mutex};
+use std::time::Duration;
+
+use {{crate_name}}::event::Event;
+use {{crate_name}}::handler::{Handler, HandlerError};
+use {{crate_name}}::handlers::Tables;
+use {{crate_name}}::inbox::Inbox;
+use {{crate_name}}::message::Message;
+use {{crate_name}}::pipeline::Summary;
+
+use super::deliver_all;
+use super::process::{
+    Assignment, from_lines, second_process, summary_from_json, summary_to_json, to_lines,
+};
+use crate::support::database::CONCURRENT_WRITERS;
+use crate::support::harness::judge::observe;
+use crate::support::harness::{InboxUnderTest, Play, Subject, Violation, env_number, fixture_for};
+
+/// Rounds the scenario plays unless `SERIAL_ROUNDS` says otherwise (at
+/// most as many as the subject has entities for).
+pub const SERIAL_ROUNDS: usize = 10;
+
+/// Messages of each round this process delivers, one worker each; the
+/// rest go to the second process.
+const LOCAL: usize = 3;
+
+/// How long a worker waits inside its transaction for the others. Only a
+/// guard against a broken inbox that never calls the handler: the workers
+/// normally meet within milliseconds.
+const MEETING_PATIENCE: Duration = Duration::from_secs(5);
+
+/// Workers meeting inside their transactions, right before the handler.
+struct Meeting {
+    expected: usize,
+    arrived: Mutex<(usize, u64)>,
+    all_here: Condvar,
+}
+
+impl Meeting {
+    fn new(expected: usize) -> Self {
+        Self {
+            expected,
+            arrived: Mutex::new((0, 0)),
+            all_here: Condvar::new(),
+        }
+    }
+
+    /// Waits until every worker of the round is here (or the patience is
+    /// out).
+    fn meet(&self) {
+        let mut arrived = self.arrived.lock().expect("meeting");
+        let round = arrived.1;
+        arrived.0 += 1;
+        if arrived.0 == self.expected {
+            *arrived = (0, round + 1);
+            self.all_here.notify_all();
+            return;
+        }
+        let _ = self
+            .all_here
+            .wait_timeout_while(arrived, MEETING_PATIENCE, |arrived| arrived.1 == round);
+    }
+}
+
+/// The handler, run after the meeting.
+struct MeetsFirst<'a> {
+    inner: &'a dyn Handler,
+    meeting: &'a Meeting,
+}
+
+impl Handler for MeetsFirst<'_> {
+    fn consumer(&self) -> &'static str {
+        self.inner.consumer()
+    }
+    fn subscribes_to(&self, event: &Event) -> bool {
+        self.inner.subscribes_to(event)
+    }
+    fn apply(&self, tables: &mut dyn Tables, message: &Message) -> Result<(), HandlerError> {
+        self.meeting.meet();
+        self.inner.apply(tables, message)
+    }
+}
+
+/// Every order of `items`.
+fn orders<T: Clone>(items: &[T]) -> Vec<Vec<T>> {
+    if items.len() <= 1 {
+        return vec![items.to_vec()];
+    }
+    let mut all = Vec::new();
+    for (at, first) in items.iter().enumerate() {
+        let mut rest = items.to_vec();
+        rest.remove(at);
+        for mut order in orders(&rest) {
+            order.insert(0, first.clone());
+            all.push(order);
+        }
+    }
+    all
+}
+
+pub fn rules_across_messages<S: Subject>(
+    subject: &S,
+    inbox: &dyn InboxUnderTest,
+) -> Result<Play<S::State>, Violation> {
+    let wanted = env_number("SERIAL_ROUNDS", SERIAL_ROUNDS as u64) as usize;
+    let rounds: Vec<Vec<Message>> = (0..wanted)
+        .map(|round| subject.contended(round))
+        .take_while(|messages| !messages.is_empty())
+        .collect();
+    let fixture = fixture_for(inbox, &[subject]);
+    let handler = subject.handler();
+    let scenario = format!(
+        "rules across messages, {} rounds, two processes, via {}",
+        rounds.len(),
+        inbox.name()
+    );
+    let mut play = Play {
+        scenario,
+        consumer: handler.consumer().to_owned(),
+        messages: Vec::new(),
+        deliveries: 0,
+        steps: Vec::new(),
+        observed: observe(&fixture, subject, Summary::default()),
+    };
+    if rounds.is_empty() {
+        return Ok(play);
+    }
+    let remote: Vec<Vec<String>> = rounds
+        .iter()
+        .map(|messages| to_lines(messages.get(LOCAL..).unwrap_or_default()))
+        .collect();
+    let assignment = serde_json::json!({
+        "kind": "serial",
+        "fixture": fixture.location(),
+        "inbox": inbox.name(),
+        "consumer": handler.consumer(),
+        "rounds": remote,
+    });
+    let mut helper = second_process(&assignment)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("start the second process");
+    let mut to_helper = helper.stdin.take().expect("piped stdin");
+    let mut from_helper = BufReader::new(helper.stdout.take().expect("piped stdout")).lines();
+    let mut said = |prefix: &str| -> String {
+        from_helper
+            .by_ref()
+            .map_while(Result::ok)
+            .find_map(|line| line.strip_prefix(prefix).map(str::to_owned))
+            .unwrap_or_else(|| panic!("the second process ended before saying {prefix:?}"))
+    };
+    said("serial: ready");
+
+    let mut workers: Vec<_> = (0..LOCAL).map(|_| inbox.open(&fixture)).collect();
+    let mut history: Vec<Message> = Vec::new();
+    let mut outcomes = Summary::default();
+    for (round, messages) in rounds.iter().enumerate() {
+        let local = &messages[..LOCAL.min(messages.len())];
+        let (here, there) = if round % 2 == 0 {
+            at_once(
+                &mut workers,
+                handler.as_ref(),
+                local,
+                round,
+                &mut to_helper,
+                &mut said,
+            )
+        } else {
+            in_turns(
+                &mut workers,
+                handler.as_ref(),
+                local,
+                messages.len() - local.len(),
+                round,
+                &mut to_helper,
+                &mut said,
+            )
+        };
+        let mut round_outcomes = here;
+        round_outcomes += there;
+        outcomes += round_outcomes;
+        play.messages.extend(messages.iter().cloned());
+        play.deliveries += messages.len() as u64;
+        let observed = observe(&fixture, subject, outcomes);
+        let refused = observed.refused();
+        let order = orders(messages).into_iter().find(|order| {
+            let mut candidate = history.clone();
+            candidate.extend(order.iter().cloned());
+            let model = subject.model(&candidate);
+            model.state == observed.state
+                && model
+                    .refused
+                    .keys()
+                    .cloned()
+                    .collect::<std::collections::BTreeSet<_>>()
+                    == refused
+        });
+        let Some(order) = order else {
+            let mut sent = history.clone();
+            sent.extend(messages.iter().cloned());
+            let in_sent_order = subject.model(&sent);
+            drop(to_helper);
+            let _ = helper.wait();
+            return Err(play.violation(&format!(
+                "round {round}: no serial order of its {} messages gives what the handler left: state {:?}, refused {refused:?} (in the order they were sent the model gives {:?}, refused {:?}); a rule across messages was checked without a lock?",
+                messages.len(),
+                observed.state,
+                in_sent_order.state,
+                in_sent_order.refused.keys().collect::<Vec<_>>()
+            )));
+        };
+        if round_outcomes.failed + round_outcomes.duplicate + round_outcomes.dead_lettered > 0 {
+            drop(to_helper);
+            let _ = helper.wait();
+            return Err(play.violation(&format!(
+                "round {round}: outcomes {round_outcomes}: each message must be applied or refused, once"
+            )));
+        }
+        history.extend(order);
+        play.observed = observed;
+    }
+    drop(to_helper);
+    let _ = helper.wait();
+    Ok(play)
+}
+
+/// One round at once: this process's messages each by its own worker,
+/// meeting inside their transactions where writers run side by side, the
+/// second process's at the same moment. Returns the outcomes here and
+/// there.
+fn at_once(
+    workers: &mut [Box<dyn Inbox>],
+    handler: &dyn Handler,
+    local: &[Message],
+    round: usize,
+    to_helper: &mut impl Write,
+    said: &mut impl FnMut(&str) -> String,
+) -> (Summary, Summary) {
+    let start = Barrier::new(local.len() + 1);
+    let meeting = Meeting::new(local.len());
+    let meets_first = MeetsFirst {
+        inner: handler,
+        meeting: &meeting,
+    };
+    let deliverer: &dyn Handler = if CONCURRENT_WRITERS {
+        &meets_first
+    } else {
+        handler
+    };
+    let here = std::thread::scope(|scope| {
+        let threads: Vec<_> = workers
+            .iter_mut()
+            .zip(local)
+            .map(|(worker, message)| {
+                let start = &start;
+                scope.spawn(move || {
+                    start.wait();
+                    deliver_all(worker.as_mut(), deliverer, std::slice::from_ref(message))
+                })
+            })
+            .collect();
+        tell(to_helper, &format!("go {round}"));
+        start.wait();
+        threads
+            .into_iter()
+            .fold(Summary::default(), |mut sum, thread| {
+                sum += thread.join().expect("a worker");
+                sum
+            })
+    });
+    (here, counts(&said(&format!("serial: done {round} "))))
+}
+
+/// One round in turns: a message here, one there, and so on.
+fn in_turns(
+    workers: &mut [Box<dyn Inbox>],
+    handler: &dyn Handler,
+    local: &[Message],
+    remote: usize,
+    round: usize,
+    to_helper: &mut impl Write,
+    said: &mut impl FnMut(&str) -> String,
+) -> (Summary, Summary) {
+    let (mut here, mut there) = (Summary::default(), Summary::default());
+    for turn in 0..local.len().max(remote) {
+        if let Some(message) = local.get(turn) {
+            here += deliver_all(
+                workers[turn].as_mut(),
+                handler,
+                std::slice::from_ref(message),
+            );
+        }
+        if turn < remote {
+            tell(to_helper, &format!("one {round} {turn}"));
+            there += counts(&said(&format!("serial: done {round} ")));
+        }
+    }
+    (here, there)
+}
+
+fn tell(to_helper: &mut impl Write, line: &str) {
+    writeln!(to_helper, "{line}").expect("talk to the second process");
+    to_helper.flush().expect("talk to the second process");
+}
+
+fn counts(json: &str) -> Summary {
+    summary_from_json(&serde_json::from_str(json).expect("the second process's counts"))
+}
+
+/// The second process's part: its share of every round, each delivered
+/// by its own worker when told to: `go R` all of round R's at once,
+/// `one R K` only the K-th.
+pub(super) fn second_process_rounds(assignment: &Assignment) {
+    let rounds: Vec<Vec<Message>> = assignment.value["rounds"]
+        .as_array()
+        .expect("rounds")
+        .iter()
+        .map(|lines| {
+            from_lines(
+                lines
+                    .as_array()
+                    .expect("lines")
+                    .iter()
+                    .map(|line| line.as_str().expect("a line")),
+            )
+        })
+        .collect();
+    let most = rounds.iter().map(Vec::len).max().unwrap_or(0);
+    let mut workers: Vec<_> = (0..most)
+        .map(|_| assignment.inbox.open(&assignment.fixture))
+        .collect();
+    println!("serial: ready");
+    let stdin = std::io::stdin();
+    for line in stdin.lock().lines().map_while(Result::ok) {
+        let words: Vec<&str> = line.split_whitespace().collect();
+        let (round, only) = match words.as_slice() {
+            ["go", round] => (round.parse::<usize>().expect("a round"), None),
+            ["one", round, turn] => (
+                round.parse::<usize>().expect("a round"),
+                Some(turn.parse::<usize>().expect("a turn")),
+            ),
+            _ => continue,
+        };
+        let handler = assignment.handler.as_ref();
+        let chosen: Vec<(usize, &Message)> = rounds[round]
+            .iter()
+            .enumerate()
+            .filter(|(at, _)| only.is_none_or(|turn| turn == *at))
+            .collect();
+        let outcomes = std::thread::scope(|scope| {
+            let threads: Vec<_> = workers
+                .iter_mut()
+                .enumerate()
+                .filter_map(|(at, worker)| {
+                    let (_, message) = chosen.iter().find(|(chosen_at, _)| *chosen_at == at)?;
+                    let message = *message;
+                    Some(scope.spawn(move || {
+                        deliver_all(worker.as_mut(), handler, std::slice::from_ref(message))
+                    }))
+                })
+                .collect();
+            threads
+                .into_iter()
+                .fold(Summary::default(), |mut sum, thread| {
+                    sum += thread.join().expect("a worker");
+                    sum
+                })
+        });
+        println!("serial: done {round} {}", summary_to_json(&outcomes));
+    }
+}
