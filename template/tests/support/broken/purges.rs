@@ -2,10 +2,20 @@
 
 use std::time::Duration;
 
-use {{crate_name}}::database::Database;
+use {{crate_name}}::retention::cutoff_millis;
 use {{crate_name}}::store::Purged;
 
+use crate::support::database::Fixture;
 use crate::support::harness::{Purger, RealPurge};
+
+/// Every broken purge here.
+pub fn all_purges() -> Vec<Box<dyn Purger>> {
+    vec![
+        Box::new(SloppyPurge),
+        Box::new(PurgeDeletesAttemptsEarly),
+        Box::new(PurgeDeletesDeadLetters),
+    ]
+}
 
 /// A purge whose cutoff is three hours late: it deletes rows that are still
 /// inside the window, so a redelivery in those hours applies twice. Caught
@@ -16,8 +26,43 @@ impl Purger for SloppyPurge {
     fn name(&self) -> String {
         "purge three hours too eager".into()
     }
-    fn purge(&self, database: &Database, older_than: Duration) -> Purged {
-        RealPurge.purge(database, older_than - Duration::from_secs(3 * 3600))
+    fn purge(&self, fixture: &Fixture, older_than: Duration) -> Purged {
+        RealPurge.purge(fixture, older_than - Duration::from_secs(3 * 3600))
     }
 }
 
+/// The real purge of inbox rows, but every failed attempt is "old data"
+/// and goes too: a message that keeps failing starts its count again after
+/// each purge and never reaches its dead letter. Caught at the edge, where
+/// the attempts inside the window must stay.
+pub struct PurgeDeletesAttemptsEarly;
+
+impl Purger for PurgeDeletesAttemptsEarly {
+    fn name(&self) -> String {
+        "purge that deletes every attempt count".into()
+    }
+    fn purge(&self, fixture: &Fixture, older_than: Duration) -> Purged {
+        let purged = RealPurge.purge(fixture, older_than);
+        fixture.run_sql("DELETE FROM attempts;");
+        purged
+    }
+}
+
+/// The real purge, and dead letters older than the window with it, as if
+/// they were old rows like the others: a dead letter nobody looked at yet
+/// is lost. Caught at the edge, where every dead letter must stay.
+pub struct PurgeDeletesDeadLetters;
+
+impl Purger for PurgeDeletesDeadLetters {
+    fn name(&self) -> String {
+        "purge that deletes old dead letters".into()
+    }
+    fn purge(&self, fixture: &Fixture, older_than: Duration) -> Purged {
+        let purged = RealPurge.purge(fixture, older_than);
+        let cutoff = cutoff_millis(older_than);
+        fixture.run_sql(&format!(
+            "DELETE FROM dead_letters WHERE dead_at < {cutoff};"
+        ));
+        purged
+    }
+}

@@ -326,8 +326,9 @@ impl Fixture {
         self.run_sql(sql);
     }
 
-    /// Runs SQL statements in the schema, on the reader's connection.
-    pub(super) fn run_sql(&self, sql: &str) {
+    /// Changes data with SQL statements (what a broken implementation
+    /// deletes behind the real one's back), on the reader's connection.
+    pub fn run_sql(&self, sql: &str) {
         self.with_reader(|client, _| {
             client
                 .batch_execute(sql)

@@ -126,6 +126,12 @@ impl Fixture {
         Box::new(SqliteRaw::new(self.database().connect().expect("connect")))
     }
 
+    /// Changes data with SQL statements (what a broken implementation
+    /// deletes behind the real one's back).
+    pub fn run_sql(&self, sql: &str) {
+        self.execute(sql);
+    }
+
     /// Runs SQL statements on the database (schema changes for traps).
     pub fn execute(&self, sql: &str) {
         let db = self.database().connect().expect("connect");

@@ -1,12 +1,16 @@
-//! **Purge at the window's edge**: a purge deletes inbox rows older than
-//! its window and keeps every younger one, so that a late redelivery inside
-//! the window is still a duplicate.
+//! **Purge at the window's edge**: a purge deletes inbox rows and attempt
+//! counts older than its window and keeps every younger one, so that a
+//! late redelivery inside the window is still a duplicate and a failing
+//! message still reaches its dead letter; it never deletes a dead letter,
+//! however old, since a dead letter waits for a person.
 
 use std::time::Duration;
 
-use {{crate_name}}::database::Database;
+use {{crate_name}}::inbox::DeadLetter;
 use {{crate_name}}::message::Message;
 use {{crate_name}}::store::{Purged, Store};
+
+use crate::support::database::Fixture;
 
 use super::deliver_all;
 use crate::support::harness::judge::observe;
@@ -18,7 +22,7 @@ use crate::support::harness::{
 pub trait Purger {
     fn name(&self) -> String;
     /// Deletes what is older than `older_than`.
-    fn purge(&self, database: &Database, older_than: Duration) -> Purged;
+    fn purge(&self, fixture: &Fixture, older_than: Duration) -> Purged;
 }
 
 /// The purge this crate ships.
@@ -28,8 +32,11 @@ impl Purger for RealPurge {
     fn name(&self) -> String {
         "real purge".into()
     }
-    fn purge(&self, database: &Database, older_than: Duration) -> Purged {
-        database.purge(older_than, 7, &mut |_| {}).expect("purge")
+    fn purge(&self, fixture: &Fixture, older_than: Duration) -> Purged {
+        fixture
+            .database()
+            .purge(older_than, 7, &mut |_| {})
+            .expect("purge")
     }
 }
 
@@ -42,10 +49,11 @@ const MARGIN: Duration = Duration::from_secs(60);
 pub const AFTER_PURGE: &str = "after the purge";
 
 /// Records the subject's first `count` messages as received a minute
-/// inside the window and the next `count` a minute outside it, purges,
-/// then redelivers the ones inside: they must all be duplicates. The play
-/// covers the messages inside the window; its step [`AFTER_PURGE`] counts
-/// the rows left.
+/// inside the window and the next `count` a minute outside it, with as
+/// many failed attempts and dead letters of other messages on both sides,
+/// purges, then redelivers the ones inside: they must all be duplicates.
+/// The play covers the messages inside the window; its step
+/// [`AFTER_PURGE`] counts the rows left.
 pub fn play_purge_edge<S: Subject>(
     subject: &S,
     purger: &dyn Purger,
@@ -64,12 +72,28 @@ pub fn play_purge_edge<S: Subject>(
     let margin = MARGIN.as_millis() as i64;
     let mut raw = fixture.raw();
     for (group, age) in [(&inside, window - margin), (&outside, window + margin)] {
+        let at = now_millis() - age;
         for message in group {
-            raw.record(consumer, message.id.as_str(), now_millis() - age)
-                .expect("record an old row");
+            let id = message.id.as_str();
+            raw.record(consumer, id, at).expect("record an old row");
+            let failing = format!("{id}-failing");
+            raw.count_failure(consumer, &failing, "an old failure", at)
+                .expect("count an old failure");
+            let (event_type, payload) = message.event.encode();
+            raw.dead_letter(&DeadLetter {
+                consumer: consumer.to_owned(),
+                message_id: format!("{id}-dead"),
+                event_type: event_type.to_owned(),
+                payload,
+                error: "an old dead letter".to_owned(),
+                attempts: 5,
+                refused: false,
+                dead_at: at,
+            })
+            .expect("write an old dead letter");
         }
     }
-    purger.purge(&fixture.database(), WINDOW);
+    purger.purge(&fixture, WINDOW);
     let after_purge = observe(&fixture, subject, Default::default());
     let outcomes = {
         let mut worker = inbox.open(&fixture);
@@ -93,11 +117,29 @@ pub fn purge_edge<S: Subject>(
     count: usize,
 ) -> Result<Play<S::State>, Violation> {
     let play = play_purge_edge(subject, purger, count);
-    let left = play.step(AFTER_PURGE).inbox_rows;
-    if left != count {
-        return Err(play.violation(&format!(
-            "{AFTER_PURGE}: {left} rows left; the {count} rows a minute inside the window must stay and the {count} a minute outside it must go"
-        )));
+    let purged = play.step(AFTER_PURGE);
+    let mut problems = Vec::new();
+    if purged.inbox_rows != count {
+        problems.push(format!(
+            "{} inbox rows left; the {count} rows a minute inside the window must stay and the {count} a minute outside it must go",
+            purged.inbox_rows
+        ));
+    }
+    if purged.attempts != count as u64 {
+        problems.push(format!(
+            "{} failed attempts left; the {count} a minute inside the window must stay (a message failing again must still reach its dead letter) and the {count} outside must go",
+            purged.attempts
+        ));
+    }
+    if purged.dead_letters.len() != 2 * count {
+        problems.push(format!(
+            "{} dead letters left of {}: a purge never deletes a dead letter, however old",
+            purged.dead_letters.len(),
+            2 * count
+        ));
+    }
+    if !problems.is_empty() {
+        return Err(play.violation(&format!("{AFTER_PURGE}: {}", problems.join("; "))));
     }
     let seeded = Expected::of(subject, &[])?;
     let mut problems = seeded.problems(&play.observed.state, &play.observed.refused());
