@@ -60,6 +60,7 @@ impl WorkArgs {
             batch_size: usize::from(self.batch_size),
             batch_wait: Duration::from_millis(u64::from(self.batch_wait_ms)),
             progress: self.progress.progress(),
+            ..Options::default()
         }
     }
 }

@@ -12,7 +12,9 @@
 //!
 //! The router gives every message about the same thing (its event's
 //! partition key: an account) to the same worker, so workers never fight
-//! over rows. Each worker owns one connection and takes messages in batches, bounded
+//! over rows and the messages about one thing apply in the source's order
+//! (see [`ByPartitionKey`]; another [`Route`] can be given in [`Options`]).
+//! Each worker owns one connection and takes messages in batches, bounded
 //! by count and by time, so a busy source commits rarely and a quiet one
 //! still commits within a few milliseconds. A message is settled only after
 //! the transaction holding its deliveries returned (see `source`). The
@@ -34,6 +36,7 @@ use crossbeam_channel::{Receiver, Sender};
 
 use crate::handler::Handler;
 use crate::inbox::{Delivery, Inbox, Outcome, StorageError};
+use crate::message::Message;
 use crate::progress::Progress;
 use crate::source::{Incoming, Source, Stop, Verdict};
 
@@ -50,11 +53,34 @@ pub const DEFAULT_BATCH_WAIT_MS: u16 = 5;
 /// How each line of `--progress-lines` starts.
 pub const PROGRESS_LINE: &str = "progress: committed a batch";
 
+/// Which worker handles a message.
+pub trait Route: Send + Sync + std::fmt::Debug {
+    /// The worker, `0..workers`, that gets `message`.
+    fn worker(&self, message: &Message, workers: usize) -> usize;
+}
+
+/// How this consumer routes: by the event's partition key, so that the
+/// messages about one thing (an account) go to one worker, in the order the
+/// source gave them. Two refunds of one payment are then applied one after
+/// the other, in that order; and two workers never wait for each other's
+/// row locks.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ByPartitionKey;
+
+impl Route for ByPartitionKey {
+    fn worker(&self, message: &Message, workers: usize) -> usize {
+        let key = message.event.partition_key();
+        usize::try_from(key % workers.max(1) as u64).unwrap_or(0)
+    }
+}
+
 /// How a run is spread over workers and transactions.
 #[derive(Clone, Debug)]
 pub struct Options {
     /// Worker threads, each with its own database connection.
     pub workers: usize,
+    /// Which worker handles which message.
+    pub route: Arc<dyn Route>,
     /// The most messages one transaction takes.
     pub batch_size: usize,
     /// How long a worker waits for a batch to fill before committing what it
@@ -70,6 +96,7 @@ impl Default for Options {
     fn default() -> Self {
         Self {
             workers: usize::from(crate::defaults::WORKERS),
+            route: Arc::new(ByPartitionKey),
             batch_size: usize::from(DEFAULT_BATCH_SIZE),
             batch_wait: Duration::from_millis(u64::from(DEFAULT_BATCH_WAIT_MS)),
             progress: Progress::default(),
@@ -138,7 +165,9 @@ where
             })
         })
         .collect();
-    let router = tokio::task::spawn_blocking(move || route(&chunks_out, &queues_in));
+    let routing = options.route.clone();
+    let router =
+        tokio::task::spawn_blocking(move || route(routing.as_ref(), &chunks_out, &queues_in));
     let reader = tokio::task::spawn_blocking({
         let stop = stop.clone();
         move || source.run(&chunks_in, &stop)
@@ -158,15 +187,15 @@ where
     })
 }
 
-/// Gives each message to the worker its partition key names, so that the
-/// messages about one thing (an account) are handled by one worker, in
-/// order, and workers never contend for the same rows.
-fn route(chunks: &Receiver<Vec<Incoming>>, queues: &[Sender<Vec<Incoming>>]) {
+/// Gives each message to the worker `routing` names (see
+/// [`ByPartitionKey`]), keeping the source's order within each worker.
+fn route(routing: &dyn Route, chunks: &Receiver<Vec<Incoming>>, queues: &[Sender<Vec<Incoming>>]) {
     for chunk in chunks {
         let mut split: Vec<Vec<Incoming>> = queues.iter().map(|_| Vec::new()).collect();
         for incoming in chunk {
-            let key = incoming.message.event.partition_key();
-            let worker = usize::try_from(key % queues.len() as u64).unwrap_or(0);
+            let worker = routing
+                .worker(&incoming.message, queues.len())
+                .min(queues.len() - 1);
             split[worker].push(incoming);
         }
         for (queue, part) in queues.iter().zip(split) {
@@ -279,6 +308,26 @@ fn next_batch(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn routing_by_partition_key_keeps_one_key_on_one_worker() {
+        use crate::event::{Event, PaymentCaptured};
+        use crate::message::MessageId;
+        let payment = |id: &str, account| Message {
+            id: MessageId::new(id).unwrap(),
+            event: Event::PaymentCaptured(PaymentCaptured { account, amount: 1 }),
+        };
+        let route = ByPartitionKey;
+        for workers in [1, 3, 4] {
+            let a = route.worker(&payment("a", 7), workers);
+            assert_eq!(route.worker(&payment("b", 7), workers), a);
+            assert!(a < workers);
+        }
+        assert_ne!(
+            route.worker(&payment("a", 1), 4),
+            route.worker(&payment("b", 2), 4)
+        );
+    }
 
     #[test]
     fn a_message_is_done_only_when_every_delivery_is() {

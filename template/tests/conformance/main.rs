@@ -3,6 +3,8 @@
 //! * `run_twice`: the same messages delivered twice apply once;
 //! * `parallel`: four workers delivering the same messages at once apply
 //!   each once, and none fails on a lock;
+//! * `pipeline`: through the real pipeline, each message is settled only
+//!   after its commit, and routed by partition key;
 //! * `redeliver`: a delivery that fails leaves no trace, and its
 //!   redelivery applies it once;
 //! * `restart`: duplicates are still caught by a new process;
@@ -42,6 +44,7 @@ mod database_faults;
 mod dead_letters;
 mod ids;
 mod parallel;
+mod pipeline;
 mod redeliver;
 mod restart;
 mod retention;

@@ -236,3 +236,23 @@ fn wrong_refunds_are_caught() {
         "refusals taken for failures",
     );
 }
+
+#[test]
+fn settling_before_the_commit_is_caught_through_the_pipeline() {
+    caught(
+        through_the_pipeline(&debit(), &SettlesOnReceipt, real_route()),
+        "acknowledged on receipt",
+    );
+}
+
+#[test]
+fn routing_by_anything_but_the_partition_key_is_caught_through_the_pipeline() {
+    caught(
+        through_the_pipeline(
+            &RefundSubject::real(),
+            &RealSource,
+            Arc::new(RoundRobin::default()),
+        ),
+        "round-robin routing",
+    );
+}

@@ -31,6 +31,8 @@ pub trait Raw: Send {
         error: &str,
         at: i64,
     ) -> Result<u32, StorageError>;
+    /// Failures counted for (consumer, id), 0 if none.
+    fn failures(&mut self, consumer: &str, id: &str) -> Result<u32, StorageError>;
     /// Writes a dead letter (replacing one of the same key).
     fn dead_letter(&mut self, letter: &DeadLetter) -> Result<(), StorageError>;
     /// Deletes the inbox row of (consumer, id).

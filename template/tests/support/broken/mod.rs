@@ -11,6 +11,7 @@
 //! * `letters`: dead letters and redrive;
 //! * `faults`: database faults and handler statements that fail;
 //! * `handlers`: handlers that do the wrong thing;
+//! * `pipeline`: settling too early, routing by anything but the key;
 //! * `purges`: retention that deletes too much.
 
 mod faults;
@@ -18,6 +19,7 @@ mod handlers;
 mod ids;
 mod inboxes;
 mod letters;
+mod pipeline;
 mod purges;
 
 pub use faults::*;
@@ -25,6 +27,7 @@ pub use handlers::*;
 pub use ids::*;
 pub use inboxes::*;
 pub use letters::*;
+pub use pipeline::*;
 pub use purges::*;
 
 use {{crate_name}}::handler::Handler;

@@ -87,6 +87,14 @@ impl Raw for PgRaw {
         Ok(failures.unsigned_abs())
     }
 
+    fn failures(&mut self, consumer: &str, id: &str) -> Result<u32, StorageError> {
+        let row = self.client.query_opt(
+            "SELECT failures FROM attempts WHERE consumer = $1 AND message_id = $2",
+            &[&consumer, &id],
+        )?;
+        Ok(row.map_or(0, |row| row.get::<_, i32>(0).unsigned_abs()))
+    }
+
     fn dead_letter(&mut self, letter: &DeadLetter) -> Result<(), StorageError> {
         let attempts = i32::try_from(letter.attempts).unwrap_or(i32::MAX);
         self.client.execute(

@@ -1,6 +1,6 @@
 //! [`Raw`] on SQLite: one connection, one statement at a time.
 
-use rusqlite::{Connection, ErrorCode, params};
+use rusqlite::{Connection, ErrorCode, OptionalExtension, params};
 
 use {{crate_name}}::database::SqliteTables;
 use {{crate_name}}::handler::{Handler, HandlerError};
@@ -80,6 +80,18 @@ impl Raw for SqliteRaw {
             params![consumer, id, error, at],
             |row| row.get(0),
         )?)
+    }
+
+    fn failures(&mut self, consumer: &str, id: &str) -> Result<u32, StorageError> {
+        Ok(self
+            .db
+            .query_row(
+                "SELECT failures FROM attempts WHERE consumer = ?1 AND message_id = ?2",
+                params![consumer, id],
+                |row| row.get(0),
+            )
+            .optional()?
+            .unwrap_or(0))
     }
 
     fn dead_letter(&mut self, letter: &DeadLetter) -> Result<(), StorageError> {
