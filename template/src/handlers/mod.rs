@@ -23,7 +23,7 @@ pub use debit::{Debit, Debited, Ledger, UnknownAccount};
 pub use notify::{CHANNELS, Notification, Notify, Outbox};
 pub use refund::{Refund, Refundable, Refunded, Refunds};
 
-use crate::handler::Handler;
+use crate::handler::{Handler, is_valid_consumer_name};
 
 /// Everything handlers may do inside a delivery's transaction: one trait
 /// per handler's tables. A new handler adds its trait here.
@@ -36,9 +36,43 @@ pub fn all() -> Vec<Arc<dyn Handler>> {
     vec![Arc::new(Debit), Arc::new(Notify), Arc::new(Refund)]
 }
 
+/// Whether `handlers` can run side by side: every consumer name valid
+/// and distinct. Two consumers with one name would share their inbox rows:
+/// the second would take every message the first applied for a duplicate,
+/// and never apply it.
+pub fn check(handlers: &[Arc<dyn Handler>]) -> Result<(), BadConsumers> {
+    let mut seen = std::collections::BTreeSet::new();
+    for handler in handlers {
+        let name = handler.consumer();
+        if !is_valid_consumer_name(name) {
+            return Err(BadConsumers::InvalidName(name.to_owned()));
+        }
+        if !seen.insert(name) {
+            return Err(BadConsumers::SameName(name.to_owned()));
+        }
+    }
+    Ok(())
+}
+
+/// Why a set of consumers cannot run together.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum BadConsumers {
+    #[error(
+        "two consumers are named `{0}`: they would share their inbox rows, and the second would never apply what the first did"
+    )]
+    SameName(String),
+    #[error(
+        "consumer name `{0}` is not valid (1 to 64 of a-z, 0-9, _, -, ., starting with a letter)"
+    )]
+    InvalidName(String),
+    #[error(transparent)]
+    Unknown(#[from] UnknownConsumer),
+}
+
 /// Picks consumers by name; an empty list means all of them.
-pub fn select(names: &[String]) -> Result<Vec<Arc<dyn Handler>>, UnknownConsumer> {
+pub fn select(names: &[String]) -> Result<Vec<Arc<dyn Handler>>, BadConsumers> {
     let all = all();
+    check(&all)?;
     if names.is_empty() {
         return Ok(all);
     }
@@ -48,20 +82,22 @@ pub fn select(names: &[String]) -> Result<Vec<Arc<dyn Handler>>, UnknownConsumer
             all.iter()
                 .find(|handler| handler.consumer() == name)
                 .cloned()
-                .ok_or_else(|| UnknownConsumer {
-                    name: name.clone(),
-                    known: all
-                        .iter()
-                        .map(|h| h.consumer())
-                        .collect::<Vec<_>>()
-                        .join(", "),
+                .ok_or_else(|| {
+                    BadConsumers::from(UnknownConsumer {
+                        name: name.clone(),
+                        known: all
+                            .iter()
+                            .map(|h| h.consumer())
+                            .collect::<Vec<_>>()
+                            .join(", "),
+                    })
                 })
         })
         .collect()
 }
 
 /// A consumer name that no handler has.
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
 #[error("unknown consumer `{name}` (known: {known})")]
 pub struct UnknownConsumer {
     name: String,
@@ -71,16 +107,11 @@ pub struct UnknownConsumer {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::handler::is_valid_consumer_name;
 
     #[test]
-    fn consumer_names_are_valid_and_distinct() {
-        let names: Vec<_> = all().iter().map(|h| h.consumer()).collect();
-        assert!(names.iter().all(|name| is_valid_consumer_name(name)));
-        let mut unique = names.clone();
-        unique.sort();
-        unique.dedup();
-        assert_eq!(unique.len(), names.len());
+    fn two_consumers_with_one_name_cannot_run_together() {
+        let twice: Vec<Arc<dyn Handler>> = vec![Arc::new(Debit), Arc::new(Debit)];
+        assert_eq!(check(&twice), Err(BadConsumers::SameName("debit".into())));
     }
 
     #[test]

@@ -1,11 +1,17 @@
 //! Coverage: no consumer escapes the required scenarios. Every handler
-//! registered in `handlers::all()` must have a subject in
+//! registered in `handlers::all()` has a name of its own (two consumers
+//! with one name share their inbox rows) and a subject in
 //! `support::subjects::all()`, and every subject passes every required
 //! scenario, judged against its own model.
 
 use {{crate_name}}::handlers;
 
 use crate::support::subjects;
+
+#[test]
+fn every_registered_consumer_has_a_name_of_its_own() {
+    handlers::check(&handlers::all()).unwrap_or_else(|error| panic!("violation: {error}"));
+}
 
 #[test]
 fn every_registered_consumer_has_a_subject() {

@@ -7,7 +7,7 @@
 use std::sync::Arc;
 
 use {{crate_name}}::handler::Handler;
-use {{crate_name}}::handlers::Refund;
+use {{crate_name}}::handlers::{self, Debit, Notify, Refund};
 
 use crate::support::broken::*;
 use crate::support::database::CONCURRENT_WRITERS;
@@ -119,6 +119,12 @@ fn broken_business_keys_are_caught_past_the_inbox() {
     for schema in broken_outbox_keys() {
         caught(
             business_key(&NotifySubject::real(), &schema, 20),
+            schema.name,
+        );
+    }
+    for schema in broken_refund_keys() {
+        caught(
+            business_key(&RefundSubject::real(), &schema, 20),
             schema.name,
         );
     }
@@ -254,5 +260,18 @@ fn routing_by_anything_but_the_partition_key_is_caught_through_the_pipeline() {
             Arc::new(RoundRobin::default()),
         ),
         "round-robin routing",
+    );
+}
+
+#[test]
+fn two_consumers_sharing_a_name_are_caught_by_the_registry_check() {
+    let registry: Vec<Arc<dyn Handler>> = vec![Arc::new(Debit), Arc::new(Notify), Arc::new(Refund)];
+    handlers::check(&registry).expect("the shipped names are distinct");
+    // `refund` named `debit`: it would share the debit consumer's inbox key.
+    let renamed: Vec<Arc<dyn Handler>> =
+        vec![Arc::new(Debit), Arc::new(NamedDebit(Arc::new(Refund)))];
+    caught(
+        handlers::check(&renamed).map_err(|error| Violation(error.to_string())),
+        "refund named debit",
     );
 }

@@ -36,6 +36,11 @@ pub fn traps() -> Vec<Trap> {
             passes: vec![],
             caught_by: Scenario::RunTwice,
         },
+        Trap {
+            inbox: Box::new(ClaimOnItsOwnConnection),
+            passes: vec![Scenario::RunTwice, Scenario::Parallel],
+            caught_by: Scenario::FailedCommit,
+        },
     ]
 }
 
@@ -72,6 +77,31 @@ pub fn broken_ledger_keys() -> Vec<WithSchema> {
             patch: "DROP TABLE debits;
                     CREATE TABLE debits (payment_id text NOT NULL, account bigint NOT NULL, amount bigint NOT NULL,
                                          PRIMARY KEY (payment_id, amount));",
+        },
+    ]
+}
+
+/// Broken unique keys on the `refund` consumer's `refunds` table.
+pub fn broken_refund_keys() -> Vec<WithSchema> {
+    vec![
+        WithSchema {
+            name: "refunds with no unique key",
+            patch: "DROP TABLE refunds;
+                    CREATE TABLE refunds (refund_id text NOT NULL, payment_id text NOT NULL,
+                                          account bigint NOT NULL, amount bigint NOT NULL);",
+        },
+        WithSchema {
+            name: "refunds unique per payment (too coarse)",
+            patch: "DROP TABLE refunds;
+                    CREATE TABLE refunds (refund_id text NOT NULL, payment_id text NOT NULL UNIQUE,
+                                          account bigint NOT NULL, amount bigint NOT NULL);",
+        },
+        WithSchema {
+            name: "refunds unique per refund and amount (too fine)",
+            patch: "DROP TABLE refunds;
+                    CREATE TABLE refunds (refund_id text NOT NULL, payment_id text NOT NULL,
+                                          account bigint NOT NULL, amount bigint NOT NULL,
+                                          PRIMARY KEY (refund_id, amount));",
         },
     ]
 }
@@ -237,4 +267,66 @@ impl InboxUnderTest for OnConflictResultIgnored {
 /// transaction: none, since PostgreSQL has no such statement.
 pub fn whole_transaction_traps() -> Vec<Box<dyn InboxUnderTest>> {
     Vec::new()
+}
+
+/// The inbox row claimed on a second connection of its own, in autocommit
+/// (`INSERT ... ON CONFLICT DO NOTHING` is atomic, so why not), and the
+/// handler run in a transaction on the first one. Duplicates are caught,
+/// in parallel too, and a failing handler gives its claim back. But when
+/// the handler's COMMIT fails, the claim is already committed: the
+/// redelivery is a "duplicate" and the message is lost. Caught by the
+/// failed commit (whose tripwire is on the handler's tables, so it fails
+/// the delivery's own transaction).
+pub struct ClaimOnItsOwnConnection;
+
+struct TwoConnections {
+    claims: PgRaw,
+    work: PgRaw,
+}
+
+impl TwoConnections {
+    fn deliver(
+        &mut self,
+        handler: &dyn Handler,
+        message: &Message,
+    ) -> Result<Outcome, StorageError> {
+        let (consumer, id) = (handler.consumer(), message.id.as_str());
+        if !self.claims.record(consumer, id, now_millis())? {
+            return Ok(Outcome::Duplicate);
+        }
+        self.work.begin()?;
+        if let Err(error) = self.work.apply(handler, message) {
+            self.work.rollback();
+            self.claims.delete_inbox_row(consumer, id)?;
+            return Ok(Outcome::Failed(error.to_string()));
+        }
+        // The COMMIT can fail too, and nobody gives the claim back then.
+        if let Err(error) = self.work.commit() {
+            self.work.rollback();
+            return Ok(Outcome::Failed(error.to_string()));
+        }
+        Ok(Outcome::Applied)
+    }
+}
+
+impl Inbox for TwoConnections {
+    fn deliver_batch(&mut self, batch: &[Delivery<'_>]) -> Result<Vec<Outcome>, StorageError> {
+        batch
+            .iter()
+            .map(|d| self.deliver(d.handler, d.message))
+            .collect()
+    }
+}
+
+impl InboxUnderTest for ClaimOnItsOwnConnection {
+    fn name(&self) -> String {
+        "inbox row claimed on a connection of its own".into()
+    }
+    fn open(&self, fixture: &Fixture) -> Box<dyn Inbox> {
+        let connect = || PgRaw::new(fixture.database().connect().expect("connect"));
+        Box::new(TwoConnections {
+            claims: connect(),
+            work: connect(),
+        })
+    }
 }

@@ -64,6 +64,32 @@ pub fn broken_ledger_keys() -> Vec<WithSchema> {
     ]
 }
 
+/// Broken unique keys on the `refund` consumer's `refunds` table.
+pub fn broken_refund_keys() -> Vec<WithSchema> {
+    let table = |name, key| WithSchema { name, patch: key };
+    vec![
+        table(
+            "refunds with no unique key",
+            "DROP TABLE refunds;
+             CREATE TABLE refunds (refund_id TEXT NOT NULL, payment_id TEXT NOT NULL,
+                                   account INTEGER NOT NULL, amount INTEGER NOT NULL);",
+        ),
+        table(
+            "refunds unique per payment (too coarse)",
+            "DROP TABLE refunds;
+             CREATE TABLE refunds (refund_id TEXT NOT NULL, payment_id TEXT NOT NULL UNIQUE,
+                                   account INTEGER NOT NULL, amount INTEGER NOT NULL);",
+        ),
+        table(
+            "refunds unique per refund and amount (too fine)",
+            "DROP TABLE refunds;
+             CREATE TABLE refunds (refund_id TEXT NOT NULL, payment_id TEXT NOT NULL,
+                                   account INTEGER NOT NULL, amount INTEGER NOT NULL,
+                                   PRIMARY KEY (refund_id, amount));",
+        ),
+    ]
+}
+
 /// Broken unique keys on the `notify` outbox.
 pub fn broken_outbox_keys() -> Vec<WithSchema> {
     let table = |name, key| WithSchema { name, patch: key };
