@@ -44,11 +44,14 @@ consumer() { cargo run --quiet -- --db "$db" "$@"; }
 consumer open-account 1 1000
 consumer open-account 2 500
 echo
-echo "== first delivery of samples/deliveries.jsonl (19 lines: duplicates and 4 bad lines included)"
-consumer run samples/deliveries.jsonl || echo "(exit code $?: some lines were rejected, see above)"
+echo "== first delivery of samples/deliveries.jsonl (24 lines: duplicates, 4 bad lines and 3 refunds to refuse included)"
+consumer run samples/deliveries.jsonl || echo "(exit code $?: some lines were rejected and some refunds refused, see above)"
 echo
 echo "== the broker redelivers the whole file: every message is a duplicate now"
 consumer run samples/deliveries.jsonl 2>/dev/null || echo "(exit code $?: the same 4 lines rejected again)"
 echo
-echo "== state: 10 distinct payments of 10 from account 1, one of 25 from account 2"
+echo "== state: 10 distinct payments of 10 from account 1, one of 25 from account 2, a refund of 5 back to account 1"
 consumer status
+echo
+echo "== the refunds refused for good (a repeat under a new message id, one above its payment, one of a payment never captured)"
+consumer dead-letters list

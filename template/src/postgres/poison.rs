@@ -93,7 +93,6 @@ pub(super) fn refuse(
         .query_opt(&statements.failures_so_far, &[&consumer, &id])?
         .map_or(0, |row| row.get::<_, i32>(0).unsigned_abs());
     dead_letter(tx, statements, delivery, reason, failures + 1, true, now)?;
-    tracing::info!(consumer, message_id = id, %reason, "message refused by its handler");
     Ok(Outcome::Refused(reason.to_owned()))
 }
 
@@ -152,7 +151,11 @@ fn dead_letter(
     )?;
     tx.execute(&statements.record, &[&consumer, &id, &now])?;
     tx.execute(&statements.forget_attempts, &[&consumer, &id])?;
-    tracing::error!(consumer, message_id = id, attempts, %error, "message dead-lettered");
+    if refused {
+        tracing::info!(consumer, message_id = id, %error, "message refused by its handler");
+    } else {
+        tracing::error!(consumer, message_id = id, attempts, %error, "message dead-lettered");
+    }
     Ok(())
 }
 

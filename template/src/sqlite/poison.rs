@@ -59,7 +59,6 @@ pub(super) fn refuse(
         .optional()?
         .unwrap_or(0);
     dead_letter(db, delivery, reason, failures + 1, true, now)?;
-    tracing::info!(consumer, message_id = id, %reason, "message refused by its handler");
     Ok(Outcome::Refused(reason.to_owned()))
 }
 
@@ -106,7 +105,11 @@ fn dead_letter(
     .execute(params![consumer, id, now])?;
     db.prepare_cached("DELETE FROM attempts WHERE consumer = ?1 AND message_id = ?2")?
         .execute(params![consumer, id])?;
-    tracing::error!(consumer, message_id = id, attempts, %error, "message dead-lettered");
+    if refused {
+        tracing::info!(consumer, message_id = id, %error, "message refused by its handler");
+    } else {
+        tracing::error!(consumer, message_id = id, attempts, %error, "message dead-lettered");
+    }
     Ok(())
 }
 
