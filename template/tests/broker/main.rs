@@ -64,11 +64,14 @@ impl Seen {
     }
 }
 
+/// What a test puts around the JetStream source: a test double that loses
+/// acknowledgements, or nothing.
+type Wrap = Box<dyn FnOnce(Box<dyn Source>) -> Box<dyn Source>>;
+
 /// The source a test consumes with.
 enum SourceKind {
-    /// The JetStream source, wrapped by the function (a test double that
-    /// loses acknowledgements, or nothing).
-    Real(Box<dyn FnOnce(Box<dyn Source>) -> Box<dyn Source>>),
+    /// The JetStream source, wrapped.
+    Real(Wrap),
     /// The known-broken source whose acknowledgements are never confirmed.
     FireAndForget,
 }

@@ -58,7 +58,7 @@ pub fn withhold_nothing(_: &Settle) -> bool {
 /// message: the server never sees it, so it never confirms it, and the
 /// message comes back after its ack wait.
 pub fn withhold_first_settle_of_every_third(settle: &Settle) -> bool {
-    settle.delivered == 1 && settle.stream_sequence % 3 == 0
+    settle.delivered == 1 && settle.stream_sequence.is_multiple_of(3)
 }
 
 /// What the proxy saw of the settles (progress excluded).

@@ -315,12 +315,8 @@ fn in_turns(
 ) -> (Summary, Summary) {
     let (mut here, mut there) = (Summary::default(), Summary::default());
     for turn in 0..local.len().max(remote) {
-        if let Some(message) = local.get(turn) {
-            here += deliver_all(
-                workers[turn].as_mut(),
-                handler,
-                std::slice::from_ref(message),
-            );
+        if let (Some(message), Some(worker)) = (local.get(turn), workers.get_mut(turn)) {
+            here += deliver_all(worker.as_mut(), handler, std::slice::from_ref(message));
         }
         if turn < remote {
             tell(to_helper, &format!("one {round} {turn}"));
