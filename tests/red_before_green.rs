@@ -12,7 +12,7 @@ use std::process::Command;
 
 use common::git::Repo;
 use common::hook::Stop;
-use common::replay::PICKING;
+use common::replay::RESERVING;
 use common::{cargo_ok, generate, shared_target_dir};
 
 /// Runs the script in `root` with `args`; returns its exit code and output.
@@ -39,7 +39,7 @@ fn accepts_tests_seen_failing_first_and_rejects_every_other_history() {
     let project = generate("red-green-consumer", &[]);
     let root = &project.root;
     let repo = Repo::init(root);
-    let consumer = &PICKING;
+    let consumer = &RESERVING;
     let format = || cargo_ok(root, &["fmt"]);
 
     assert_eq!(red_green(root, &["--bogus"]).0, 2);
@@ -53,10 +53,10 @@ fn accepts_tests_seen_failing_first_and_rejects_every_other_history() {
     consumer.write_tests(root);
     consumer.write_stub(root);
     format();
-    let red = repo.commit_all("picking: failing tests against a stub");
+    let red = repo.commit_all("reserving: failing tests against a stub");
     consumer.write_implementation(root);
     format();
-    repo.commit_all("picking: implement");
+    repo.commit_all("reserving: implement");
     let (code, out) = red_green(root, &[]);
     assert_eq!(code, 0, "rejected:\n{out}");
     assert!(out.contains("merge-base with main"), "{out}");
@@ -80,17 +80,38 @@ fn accepts_tests_seen_failing_first_and_rejects_every_other_history() {
     let handler = root.join(consumer.handler.path);
     let text = std::fs::read_to_string(&handler).unwrap();
     std::fs::write(&handler, text + "// tidied\n").unwrap();
-    let accepted = repo.commit_all("picking: tidy");
+    repo.commit_all("reserving: tidy");
     let (code, out) = red_green(root, &[]);
     assert_eq!(
         code, 0,
         "a follow-up to an accepted change was rejected:\n{out}"
     );
 
+    // A change to the layout alone of a file of tests (`#[test]` and all),
+    // with a change to src/: no test changed, none to prove red.
+    let tests = root.join(consumer.tests_file);
+    let text = std::fs::read_to_string(&tests).unwrap();
+    // The test weakened next is the one laid out apart from its #[test]:
+    // the script must still see it as a test.
+    let relaid = text.replacen("#[test]\nfn parallel_", "#[test]\n\nfn parallel_", 1);
+    assert_ne!(relaid, text, "nothing to lay out differently");
+    std::fs::write(&tests, relaid).unwrap();
+    std::fs::write(
+        &handler,
+        std::fs::read_to_string(&handler).unwrap() + "// again\n",
+    )
+    .unwrap();
+    let accepted = repo.commit_all("reserving: layout");
+    let (code, out) = red_green(root, &[]);
+    assert_eq!(
+        code, 0,
+        "a layout-only change to a file of tests was rejected:\n{out}"
+    );
+
     // A test weakened after the implementation.
     consumer.weaken.apply(root);
     format();
-    let weakened = repo.commit_all("picking: relax the parallel check");
+    let weakened = repo.commit_all("reserving: relax the parallel check");
     let (code, out) = red_green(root, &[]);
     assert_eq!(code, 1, "accepted:\n{out}");
     assert!(out.contains("REJECTED"), "{out}");
@@ -104,8 +125,8 @@ fn accepts_tests_seen_failing_first_and_rejects_every_other_history() {
     consumer.write_tests(root);
     consumer.write_implementation(root);
     format();
-    repo.commit_paths(&["src"], "picking: implement");
-    let tests = repo.commit_all("picking: tests");
+    repo.commit_paths(&["src"], "reserving: implement");
+    let tests = repo.commit_all("reserving: tests");
     let (code, out) = red_green(root, &[]);
     assert_eq!(code, 1, "accepted:\n{out}");
     for name in consumer.test_names {
@@ -123,7 +144,7 @@ fn accepts_tests_seen_failing_first_and_rejects_every_other_history() {
     consumer.write_tests(root);
     consumer.write_implementation(root);
     format();
-    let both = repo.commit_all("picking");
+    let both = repo.commit_all("reserving");
     let (code, out) = red_green(root, &[]);
     assert_eq!(code, 1, "accepted:\n{out}");
     assert!(out.contains(&format!("passes at {both}")), "{out}");
@@ -132,10 +153,10 @@ fn accepts_tests_seen_failing_first_and_rejects_every_other_history() {
     repo.branch("no-stub", "main");
     consumer.write_tests(root);
     format();
-    let unbuilt = repo.commit_all("picking: tests (no stub)");
+    let unbuilt = repo.commit_all("reserving: tests (no stub)");
     consumer.write_implementation(root);
     format();
-    repo.commit_all("picking: implement");
+    repo.commit_all("reserving: implement");
     let (code, out) = red_green(root, &[]);
     assert_eq!(code, 1, "accepted:\n{out}");
     assert!(

@@ -1,39 +1,31 @@
 //! The `/add-handler` workflow, replayed without an agent, step by step as
-//! the command gives them: a new event and a stub consumer, the harness
-//! tests, seen failing on their expected values, the implementation
-//! without touching the tests, the docs, everything green, the stress loop
-//! repeating the new parallel test. Then each wrong key of the consumer's
-//! table, to show which required test stops it. The steps live in
-//! `common::replay`, shared with the red-before-green test.
+//! the command gives them, for a consumer with a business id in its
+//! payload, a rule across messages and messages it must refuse: a new
+//! event and a stub consumer that stores nothing, the harness tests, seen
+//! failing on their expected values, the implementation without touching
+//! the tests, the docs, everything green, the stress loop repeating the new
+//! parallel test. Then each wrong version of the consumer, to show which
+//! required test stops it, on SQLite and (where the server is reachable)
+//! on PostgreSQL. The steps live in `common::replay`, shared with the
+//! red-before-green test.
 
 mod common;
 
 use std::collections::BTreeSet;
+use std::path::Path;
 
-use common::replay::PICKING;
-use common::{cargo, cargo_ok, generate};
+use common::replay::{Consumer, RESERVING, database_of, failing_with};
+use common::{POSTGRES, can_run, cargo, cargo_ok, generate};
 
-/// Names of the tests that failed in a `cargo test` run's output.
-fn failed_tests(output: &str) -> BTreeSet<String> {
-    output
-        .lines()
-        .filter_map(|line| line.strip_prefix("test ")?.strip_suffix(" ... FAILED"))
-        .map(str::to_owned)
-        .collect()
-}
-
-#[test]
-fn the_add_handler_steps_go_red_then_green_and_every_wrong_key_is_stopped() {
-    let project = generate("replay-consumer", &[]);
-    let root = &project.root;
-    let consumer = &PICKING;
-
+/// Steps 2 to 8 on the project at `root`: red, then green.
+fn red_then_green(root: &Path, consumer: &Consumer) {
     // Step 2: the event and a stub consumer; it builds.
     consumer.write_stub(root);
     cargo_ok(root, &["build"]);
 
     // Step 3: the subject and the tests.
     consumer.write_tests(root);
+    cargo_ok(root, &["fmt"]);
     let tests_before = consumer.test_text(root);
 
     // Step 4: they fail, on their expected values rather than on compiling.
@@ -54,7 +46,7 @@ fn the_add_handler_steps_go_red_then_green_and_every_wrong_key_is_stopped() {
     let coverage = cargo(root, &["test", "--test", "conformance", "coverage"]);
     let coverage = String::from_utf8_lossy(&coverage.stdout);
     assert!(
-        coverage.contains("consumer `picking`"),
+        coverage.contains("consumer `reservations`"),
         "the coverage test does not name the new consumer:\n{coverage}"
     );
 
@@ -62,9 +54,41 @@ fn the_add_handler_steps_go_red_then_green_and_every_wrong_key_is_stopped() {
     consumer.write_implementation(root);
     consumer.write_docs(root);
     cargo_ok(root, &["fmt"]);
+    cargo_ok(root, &["test", "--test", "conformance"]);
+    assert_eq!(consumer.test_text(root), tests_before);
+}
+
+/// Each wrong version is stopped by (at least) the tests expected on this
+/// project's database; a version that is right there fails none.
+fn every_wrong_version_is_stopped(root: &Path, consumer: &Consumer) {
+    let database = database_of(root);
+    for wrong in consumer.wrong {
+        let (edits, stopped_by) = wrong.on(database);
+        let (failed, output) = failing_with(root, edits);
+        let expected: BTreeSet<String> = stopped_by.iter().map(|t| t.to_string()).collect();
+        let stopped = if expected.is_empty() {
+            failed.is_empty()
+        } else {
+            failed.is_superset(&expected)
+        };
+        assert!(
+            stopped,
+            "{database}, {}: expected {expected:?} to fail (and nothing if that is empty), \
+             got {failed:?}:\n{output}",
+            wrong.name
+        );
+        println!("{database}, {}: stopped by {failed:?}", wrong.name);
+    }
+}
+
+#[test]
+fn the_add_handler_steps_go_red_then_green_and_every_wrong_version_is_stopped() {
+    let project = generate("replay-consumer", &[]);
+    let root = &project.root;
+    let consumer = &RESERVING;
+    red_then_green(root, consumer);
     cargo_ok(root, &["test"]);
     cargo_ok(root, &["clippy", "--all-targets", "--", "-D", "warnings"]);
-    assert_eq!(consumer.test_text(root), tests_before);
 
     // Step 9: the stress loop repeats the new consumer's parallel test too.
     let stress = std::process::Command::new(root.join("scripts/stress.sh"))
@@ -90,20 +114,18 @@ fn the_add_handler_steps_go_red_then_green_and_every_wrong_key_is_stopped() {
         );
     }
 
-    // Each wrong key of the consumer's table is stopped by the required
-    // tests, and by exactly the ones expected.
-    for wrong in consumer.wrong_keys {
-        wrong.edit.apply(root);
-        let run = cargo(root, &["test", "--test", "conformance"]);
-        let output = String::from_utf8_lossy(&run.stdout);
-        let expected: BTreeSet<String> = wrong.stopped_by.iter().map(|t| t.to_string()).collect();
-        assert_eq!(
-            failed_tests(&output),
-            expected,
-            "{}: not stopped by the expected tests:\n{output}",
-            wrong.name
-        );
-        println!("{}: stopped by {expected:?}", wrong.name);
-        wrong.edit.revert(root);
+    every_wrong_version_is_stopped(root, consumer);
+}
+
+/// The same consumer on PostgreSQL, where a rule checked with a plain read
+/// is wrong: two workers read the same stock before either writes.
+#[test]
+fn on_postgres_a_rule_checked_with_a_plain_read_is_stopped_too() {
+    if !can_run(&POSTGRES) {
+        return;
     }
+    let project = generate("replay-pg-consumer", POSTGRES.defines);
+    let root = &project.root;
+    red_then_green(root, &RESERVING);
+    every_wrong_version_is_stopped(root, &RESERVING);
 }

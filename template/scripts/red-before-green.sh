@@ -174,6 +174,7 @@ test_functions() {
         capturing { text = text "\n" $0; if ($0 ~ ("^" indent "}[[:space:]]*$")) emit(); next }
         /^[[:space:]]*#\[([A-Za-z_]+::)*test(\(.*\))?\][[:space:]]*$/ { pending = 1; text = $0; next }
         pending && /^[[:space:]]*#\[/ { text = text "\n" $0; next }
+        pending && /^[[:space:]]*(\/\/.*)?$/ { next }
         pending && /^[[:space:]]*(pub(\([^)]*\))?[[:space:]]+)?(async[[:space:]]+)?fn[[:space:]]+[A-Za-z_]/ {
             pending = 0; line = $0
             match(line, /fn[[:space:]]+[A-Za-z_][A-Za-z0-9_]*/)
@@ -224,7 +225,7 @@ for c in "${commits[@]}"; do
     tests_here=""
     support_change=""
     for file in "${files[@]}"; do
-        [[ $(show "$c^" "$file" | normalized) == $(show "$c" "$file" | normalized) ]] && continue # formatting only
+        [[ $(show "$c^" "$file" | normalized) == "$(show "$c" "$file" | normalized)" ]] && continue # formatting only
         if [[ $file != *.rs ]]; then
             support_change=$file
             continue

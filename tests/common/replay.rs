@@ -1,9 +1,14 @@
 //! The add-a-consumer workflow as data. The kit's tests replay the steps
-//! `/add-handler` asks of an agent (the failing tests with a stub handler
-//! first, then the implementation) on a generated project, and check what
-//! each step should show. The consumer comes from `tests/fixtures/`; to
-//! replay another one, describe it in a new [`Consumer`] value.
+//! `/add-handler` asks of an agent (a stub and the failing tests first,
+//! then the implementation) on a generated project, and check what each
+//! step should show. The consumer comes from `tests/fixtures/`; to replay
+//! another one, describe it in a new [`Consumer`] value.
+//!
+//! Paths and fixture names may hold `{db}`, the project's database module
+//! (`sqlite` or `postgres`), and fixture texts `{crate}`, its crate name:
+//! one description replays on every database.
 
+use std::collections::BTreeSet;
 use std::fs;
 use std::path::Path;
 
@@ -18,9 +23,11 @@ pub struct Consumer {
     /// Signature edits that make the stub compile without warnings.
     pub stub_signature: &'static [(&'static str, &'static str)],
     pub stub_body: &'static str,
-    /// Step 2 besides the handler: the event, the storage, the
-    /// registration.
+    /// Step 2 besides the handler: the event, the registration, the
+    /// tables' trait implemented as a stub that stores nothing.
     pub scaffolding: &'static [Change],
+    /// Step 6 besides the handler: the table with its key and the SQL.
+    pub storage: &'static [Change],
     /// Step 3: the subject and the required tests, declared.
     pub tests: &'static [Change],
     /// The file of new tests (step 3), which must not change afterwards.
@@ -35,9 +42,8 @@ pub struct Consumer {
     /// and that test's name.
     pub weaken: Edit,
     pub weakened_test: &'static str,
-    /// Keys of the consumer's table that are wrong, and which required
-    /// tests stop each.
-    pub wrong_keys: &'static [WrongKey],
+    /// Wrong versions of the consumer, and which required tests stop each.
+    pub wrong: &'static [Wrong],
 }
 
 pub struct Place {
@@ -66,6 +72,12 @@ pub enum Change {
         path: &'static str,
         fixture: &'static str,
     },
+    /// Replaces a fixture file's text, appended before, by another's.
+    Replace {
+        path: &'static str,
+        from: &'static str,
+        to: &'static str,
+    },
     /// Writes a fixture file as a new file.
     Write(Place),
 }
@@ -80,23 +92,105 @@ pub struct Red {
     pub message: &'static str,
 }
 
-/// A wrong unique key for the consumer's table, and the tests it fails.
-pub struct WrongKey {
+/// A wrong version of the consumer (the edits that make it on each
+/// database), and the required tests that stop it there every time (others
+/// may fail too): on a database where it is not wrong (a rule checked by a
+/// plain read, where writers never run side by side), none, and then none
+/// may fail.
+pub struct Wrong {
     pub name: &'static str,
-    pub edit: Edit,
-    pub stopped_by: &'static [&'static str],
+    pub on_sqlite: (&'static [Edit], &'static [&'static str]),
+    pub on_postgres: (&'static [Edit], &'static [&'static str]),
 }
 
-const SCHEMA: &str = "src/sqlite/schema.sql";
-const PICKS_KEY: &str = "    PRIMARY KEY (order_id, line)\n) WITHOUT ROWID;";
+impl Wrong {
+    /// The edits that make it on `database`, and the tests that stop it.
+    pub fn on(&self, database: &str) -> (&'static [Edit], &'static [&'static str]) {
+        match database {
+            "postgres" => self.on_postgres,
+            _ => self.on_sqlite,
+        }
+    }
+}
 
-/// A `picking` consumer of a new `order.placed` event: one pick per order
-/// line, two lines of one sku both picked.
-pub const PICKING: Consumer = Consumer {
-    fixture: "picking",
+/// The project's database module: `sqlite` or `postgres`.
+pub fn database_of(root: &Path) -> &'static str {
+    if root.join("src/postgres").is_dir() {
+        "postgres"
+    } else {
+        "sqlite"
+    }
+}
+
+/// `path` with `{db}` replaced by the project's database module.
+fn resolved(root: &Path, path: &str) -> String {
+    path.replace("{db}", database_of(root))
+}
+
+const HANDLER: &str = "src/handlers/reserving.rs";
+const TABLES: &str = "src/{db}/tables.rs";
+const SCHEMA: &str = "src/{db}/schema.sql";
+const COVERAGE: &str = "coverage::every_subject_passes_every_required_scenario";
+const BUSINESS_KEY: &str =
+    "reserving::business_key_refuses_a_reservation_sent_again_under_a_new_message_id";
+const RULES: &str = "reserving::rules_across_messages_never_reserve_more_than_is_in_stock";
+/// Every new test, and the coverage of every subject.
+const EVERY_TEST: &[&str] = &[
+    COVERAGE,
+    BUSINESS_KEY,
+    "reserving::parallel_reserves_each_reservation_once",
+    "reserving::redeliver_after_failure_reserves_once",
+    RULES,
+    "reserving::run_twice_reserves_each_reservation_once",
+];
+const NAMED_DEBIT_STOPPED_BY: &[&str] =
+    &["coverage::every_registered_consumer_has_a_name_of_its_own"];
+
+const NO_KEY: Edit = Edit {
+    path: SCHEMA,
+    find: "PRIMARY KEY,\n    sku            ",
+    replace: "NOT NULL,\n    sku            ",
+};
+const DOES_NOTHING: Edit = Edit {
+    path: HANDLER,
+    find: "        let refusal = match tables.reserve(&reservation)? {",
+    replace: "        let refusal = match Reserved::Done {",
+};
+const TWICE: Edit = Edit {
+    path: HANDLER,
+    find: "            quantity: request.quantity,",
+    replace: "            quantity: 2 * request.quantity,",
+};
+const NO_STOCK_CHECK: Edit = Edit {
+    path: HANDLER,
+    find: "            Reserved::OnlyLeft(left) => format!(\"only {left} of {} left\", request.sku),",
+    replace: "            Reserved::OnlyLeft(_) => return Ok(()),",
+};
+const PLAIN_READ_SQLITE: Edit = Edit {
+    path: TABLES,
+    find: "        let taken = self\n            .db\n            .prepare_cached(\n                \"UPDATE stock SET available = available - ?1 WHERE sku = ?2 AND available >= ?1\",\n            )?\n            .execute(params![reservation.quantity, reservation.sku])?;",
+    replace: "        let left: Option<i64> = self\n            .db\n            .query_row(\"SELECT available FROM stock WHERE sku = ?1\", [&reservation.sku], |row| row.get(0))\n            .optional()?;\n        let taken = match left {\n            Some(left) if left >= reservation.quantity => self.db.execute(\n                \"UPDATE stock SET available = ?1 WHERE sku = ?2\",\n                params![left - reservation.quantity, reservation.sku],\n            )?,\n            _ => 0,\n        };",
+};
+const PLAIN_READ_POSTGRES: Edit = Edit {
+    path: TABLES,
+    find: "        let taken = self.client.execute(\n            \"UPDATE stock SET available = available - $1 WHERE sku = $2 AND available >= $1\",\n            &[&reservation.quantity, &reservation.sku],\n        )?;",
+    replace: "        let left: Option<i64> = self\n            .client\n            .query_opt(\"SELECT available FROM stock WHERE sku = $1\", &[&reservation.sku])?\n            .map(|row| row.get(0));\n        let taken = match left {\n            Some(left) if left >= reservation.quantity => self.client.execute(\n                \"UPDATE stock SET available = $1 WHERE sku = $2\",\n                &[&(left - reservation.quantity), &reservation.sku],\n            )?,\n            _ => 0,\n        };",
+};
+const NAMED_DEBIT: Edit = Edit {
+    path: HANDLER,
+    find: "        \"reservations\"\n",
+    replace: "        \"debit\"\n",
+};
+
+/// A `reservations` consumer of a new `stock.reserved` event: each
+/// reservation once under its own id (from the payload), the stock of a sku
+/// never below zero (a rule across messages), a reservation of a sku not
+/// stocked or of more than is left refused for good.
+pub const RESERVING: Consumer = Consumer {
+    fixture: "reserving",
     handler: Place {
         fixture: "handler.rs",
-        path: "src/handlers/picking.rs",
+        path: HANDLER,
     },
     stub_signature: &[(
         "(&self, tables: &mut dyn Tables, message: &Message)",
@@ -141,53 +235,45 @@ pub const PICKING: Consumer = Consumer {
         },
         Change::Edit(Edit {
             path: "src/handlers/mod.rs",
-            find: "mod notify;\n",
-            replace: "mod notify;\nmod picking;\n",
+            find: "mod refund;\n",
+            replace: "mod refund;\nmod reserving;\n",
         }),
         Change::Edit(Edit {
             path: "src/handlers/mod.rs",
-            find: "pub use notify::{CHANNELS, Notification, Notify, Outbox};\n",
-            replace: "pub use notify::{CHANNELS, Notification, Notify, Outbox};\npub use picking::{Pick, Picking, Picks};\n",
+            find: "pub use refund::{Refund, Refundable, Refunded, Refunds};\n",
+            replace: "pub use refund::{Refund, Refundable, Refunded, Refunds};\npub use reserving::{Reservation, Reserved, Reserving, Stock};\n",
         }),
         Change::Edit(Edit {
             path: "src/handlers/mod.rs",
-            find: "pub trait Tables: Ledger + Outbox {}\n\nimpl<T: Ledger + Outbox + ?Sized> Tables for T {}",
-            replace: "pub trait Tables: Ledger + Outbox + Picks {}\n\nimpl<T: Ledger + Outbox + Picks + ?Sized> Tables for T {}",
+            find: "pub trait Tables: Ledger + Outbox + Refunds {}\n\nimpl<T: Ledger + Outbox + Refunds + ?Sized> Tables for T {}",
+            replace: "pub trait Tables: Ledger + Outbox + Refunds + Stock {}\n\nimpl<T: Ledger + Outbox + Refunds + Stock + ?Sized> Tables for T {}",
         }),
         Change::Edit(Edit {
             path: "src/handlers/mod.rs",
-            find: "vec![Arc::new(Debit), Arc::new(Notify)]",
-            replace: "vec![Arc::new(Debit), Arc::new(Notify), Arc::new(Picking)]",
-        }),
-        Change::Edit(Edit {
-            path: "src/sqlite/tables.rs",
-            find: "use crate::handlers::{Debited, Ledger, Notification, Outbox};",
-            replace: "use crate::handlers::{Debited, Ledger, Notification, Outbox, Pick, Picks};",
+            find: "vec![Arc::new(Debit), Arc::new(Notify), Arc::new(Refund)]",
+            replace: "vec![\n        Arc::new(Debit),\n        Arc::new(Notify),\n        Arc::new(Refund),\n        Arc::new(Reserving),\n    ]",
         }),
         Change::Append {
-            path: "src/sqlite/tables.rs",
-            fixture: "tables_sqlite.rs",
+            path: TABLES,
+            fixture: "tables_{db}_stub.rs",
+        },
+    ],
+    storage: &[
+        Change::Replace {
+            path: TABLES,
+            from: "tables_{db}_stub.rs",
+            to: "tables_{db}.rs",
         },
         Change::Append {
             path: SCHEMA,
-            fixture: "schema_sqlite.sql",
+            fixture: "schema_{db}.sql",
         },
     ],
     tests: &[
         Change::Edit(Edit {
             path: "tests/support/subjects.rs",
-            find: "::event::{Event, PaymentCaptured};",
-            replace: "::event::{Event, OrderLine, OrderPlaced, PaymentCaptured};",
-        }),
-        Change::Edit(Edit {
-            path: "tests/support/subjects.rs",
-            find: "::handlers::{CHANNELS, Debit, Debited, Notification, Notify, Tables};",
-            replace: "::handlers::{CHANNELS, Debit, Debited, Notification, Notify, Pick, Picking, Tables};",
-        }),
-        Change::Edit(Edit {
-            path: "tests/support/subjects.rs",
-            find: "Box::new(NotifySubject::real())",
-            replace: "Box::new(NotifySubject::real()),\n        Box::new(PickingSubject)",
+            find: "        Box::new(RefundSubject::real()),\n",
+            replace: "        Box::new(RefundSubject::real()),\n        Box::new(ReservingSubject),\n",
         }),
         Change::Append {
             path: "tests/support/subjects.rs",
@@ -195,99 +281,96 @@ pub const PICKING: Consumer = Consumer {
         },
         Change::Write(Place {
             fixture: "test.rs",
-            path: "tests/conformance/picking.rs",
+            path: "tests/conformance/reserving.rs",
         }),
         Change::Edit(Edit {
             path: "tests/conformance/main.rs",
-            find: "mod parallel;\n",
-            replace: "mod parallel;\nmod picking;\n",
+            find: "mod restart;\n",
+            replace: "mod reserving;\nmod restart;\n",
         }),
     ],
-    tests_file: "tests/conformance/picking.rs",
+    tests_file: "tests/conformance/reserving.rs",
     docs: &[
         Change::Edit(Edit {
             path: "README.md",
-            find: "- `type`: the event type; `payload`: its fields (`amount` 1 to 10^12).",
-            replace: "- `type`: the event type; `payload`: its fields. `payment.captured`:\n  `account`, `amount` (1 to 10^12). `order.placed`: `customer`, and\n  `lines`, each a `sku` and a `quantity` (at least 1); a sku may be on\n  several lines.",
+            find: "  to more than it debited).",
+            replace: "  to more than it debited). `stock.reserved`: `reservation_id` (the\n  reservation's own id), `sku`, `quantity` (at least 1; a sku's stock never\n  goes below zero, and a reservation that does not fit is refused).",
         }),
         Change::Edit(Edit {
             path: "src/envelope.rs",
             find: "//! {\"id\": \"pay-0001\", \"type\": \"payment.captured\", \"payload\": {\"account\": 1, \"amount\": 10}}\n",
-            replace: "//! {\"id\": \"pay-0001\", \"type\": \"payment.captured\", \"payload\": {\"account\": 1, \"amount\": 10}}\n//! {\"id\": \"ord-0001\", \"type\": \"order.placed\", \"payload\": {\"customer\": 7, \"lines\": [{\"sku\": \"a\", \"quantity\": 1}]}}\n",
+            replace: "//! {\"id\": \"pay-0001\", \"type\": \"payment.captured\", \"payload\": {\"account\": 1, \"amount\": 10}}\n//! {\"id\": \"rsv-0001\", \"type\": \"stock.reserved\", \"payload\": {\"reservation_id\": \"r-1\", \"sku\": \"a\", \"quantity\": 1}}\n",
         }),
     ],
     red: Red {
-        command: &["test", "--test", "conformance", "picking"],
-        summary: "test result: FAILED. 0 passed; 4 failed",
-        message: "the model gives [Pick {",
+        command: &["test", "--test", "conformance", "reserving"],
+        summary: "test result: FAILED. 0 passed; 5 failed",
+        message: "the model gives",
     },
     test_names: &[
-        "picking::run_twice_picks_each_order_once",
-        "picking::parallel_picks_each_order_once",
-        "picking::redeliver_after_failure_picks_once",
-        "picking::business_key_refuses_a_resent_order_but_picks_both_lines_of_one_sku",
+        "reserving::run_twice_reserves_each_reservation_once",
+        "reserving::parallel_reserves_each_reservation_once",
+        "reserving::redeliver_after_failure_reserves_once",
+        "reserving::business_key_refuses_a_reservation_sent_again_under_a_new_message_id",
+        "reserving::rules_across_messages_never_reserve_more_than_is_in_stock",
     ],
     weaken: Edit {
-        path: "tests/conformance/picking.rs",
-        find: "assert_eq!(play.observed.outcomes.failed, 0);",
-        replace: "assert!(play.observed.outcomes.failed <= 1);",
+        path: "tests/conformance/reserving.rs",
+        find: "    assert_eq!(play.observed.outcomes.failed, 0);",
+        replace: "    assert!(play.observed.outcomes.failed <= 1);",
     },
-    weakened_test: "picking::parallel_picks_each_order_once",
-    wrong_keys: &[
-        WrongKey {
-            name: "no unique key",
-            edit: Edit {
-                path: SCHEMA,
-                find: "    quantity INTEGER NOT NULL,\n    PRIMARY KEY (order_id, line)\n) WITHOUT ROWID;",
-                replace: "    quantity INTEGER NOT NULL\n);",
-            },
-            stopped_by: &[
-                "coverage::every_subject_passes_every_required_scenario",
-                "picking::business_key_refuses_a_resent_order_but_picks_both_lines_of_one_sku",
-            ],
+    weakened_test: "reserving::parallel_reserves_each_reservation_once",
+    wrong: &[
+        Wrong {
+            name: "the reservation id's unique key removed",
+            on_sqlite: (&[NO_KEY], &[BUSINESS_KEY, COVERAGE]),
+            on_postgres: (&[NO_KEY], &[BUSINESS_KEY, COVERAGE]),
         },
-        WrongKey {
-            name: "unique per order and sku (too coarse)",
-            edit: Edit {
-                path: SCHEMA,
-                find: PICKS_KEY,
-                replace: "    PRIMARY KEY (order_id, sku)\n) WITHOUT ROWID;",
-            },
-            stopped_by: &[
-                "coverage::every_subject_passes_every_required_scenario",
-                "picking::business_key_refuses_a_resent_order_but_picks_both_lines_of_one_sku",
-                "picking::parallel_picks_each_order_once",
-                "picking::redeliver_after_failure_picks_once",
-                "picking::run_twice_picks_each_order_once",
-            ],
+        Wrong {
+            name: "a handler that does nothing",
+            on_sqlite: (&[DOES_NOTHING], EVERY_TEST),
+            on_postgres: (&[DOES_NOTHING], EVERY_TEST),
         },
-        WrongKey {
-            name: "unique per order, line and quantity (too fine)",
-            edit: Edit {
-                path: SCHEMA,
-                find: PICKS_KEY,
-                replace: "    PRIMARY KEY (order_id, line, quantity)\n) WITHOUT ROWID;",
-            },
-            stopped_by: &[
-                "coverage::every_subject_passes_every_required_scenario",
-                "picking::business_key_refuses_a_resent_order_but_picks_both_lines_of_one_sku",
-            ],
+        Wrong {
+            name: "twice the quantity reserved",
+            on_sqlite: (&[TWICE], EVERY_TEST),
+            on_postgres: (&[TWICE], EVERY_TEST),
+        },
+        Wrong {
+            name: "the stock check removed",
+            on_sqlite: (&[NO_STOCK_CHECK], EVERY_TEST),
+            on_postgres: (&[NO_STOCK_CHECK], EVERY_TEST),
+        },
+        Wrong {
+            name: "the stock checked with a plain read, then written from Rust",
+            // Right on SQLite: the delivery's BEGIN IMMEDIATE holds the one
+            // write lock, so nothing else writes between the read and the
+            // write.
+            on_sqlite: (&[PLAIN_READ_SQLITE], &[]),
+            on_postgres: (&[PLAIN_READ_POSTGRES], &[RULES, COVERAGE]),
+        },
+        Wrong {
+            name: "the consumer named `debit`",
+            on_sqlite: (&[NAMED_DEBIT], NAMED_DEBIT_STOPPED_BY),
+            on_postgres: (&[NAMED_DEBIT], NAMED_DEBIT_STOPPED_BY),
         },
     ],
 };
 
 impl Consumer {
-    fn fixture_text(&self, name: &str) -> String {
+    fn fixture_text(&self, root: &Path, name: &str) -> String {
         let path = super::kit_root()
             .join("tests/fixtures")
             .join(self.fixture)
-            .join(name);
-        fs::read_to_string(&path).unwrap_or_else(|e| panic!("fixture {}: {e}", path.display()))
+            .join(resolved(root, name));
+        let text =
+            fs::read_to_string(&path).unwrap_or_else(|e| panic!("fixture {}: {e}", path.display()));
+        text.replace("{crate}", &crate_name(root))
     }
 
     /// The handler with its implementation replaced by the stub.
-    pub fn stub(&self) -> String {
-        let handler = self.fixture_text(self.handler.fixture);
+    pub fn stub(&self, root: &Path) -> String {
+        let handler = self.fixture_text(root, self.handler.fixture);
         let begin_marker = "        // implementation: begin";
         let end_marker = "        // implementation: end\n";
         let begin = handler.find(begin_marker).expect("begin marker");
@@ -312,9 +395,9 @@ impl Consumer {
                     anchor,
                     fixture,
                 } => {
-                    let file = root.join(path);
+                    let file = root.join(resolved(root, path));
                     let text = fs::read_to_string(&file).expect("file to insert into");
-                    let addition = self.fixture_text(fixture);
+                    let addition = self.fixture_text(root, fixture);
                     if !text.contains(&addition) {
                         assert!(
                             text.contains(anchor),
@@ -325,15 +408,31 @@ impl Consumer {
                     }
                 }
                 Change::Append { path, fixture } => {
-                    let path = root.join(path);
-                    let text = fs::read_to_string(&path).expect("file to append to");
-                    let addition = self.fixture_text(fixture);
+                    let file = root.join(resolved(root, path));
+                    let text = fs::read_to_string(&file).expect("file to append to");
+                    let addition = self.fixture_text(root, fixture);
                     if !text.contains(&addition) {
-                        fs::write(&path, text + &addition).unwrap();
+                        fs::write(&file, text + &addition).unwrap();
+                    }
+                }
+                Change::Replace { path, from, to } => {
+                    let file = root.join(resolved(root, path));
+                    let text = fs::read_to_string(&file).expect("file to replace in");
+                    let (from, to) = (self.fixture_text(root, from), self.fixture_text(root, to));
+                    if !text.contains(&to) {
+                        assert!(
+                            text.contains(&from),
+                            "{path} does not hold the stub to replace"
+                        );
+                        fs::write(&file, text.replacen(&from, &to, 1)).unwrap();
                     }
                 }
                 Change::Write(place) => {
-                    fs::write(root.join(place.path), self.fixture_text(place.fixture)).unwrap();
+                    fs::write(
+                        root.join(resolved(root, place.path)),
+                        self.fixture_text(root, place.fixture),
+                    )
+                    .unwrap();
                 }
             }
         }
@@ -345,20 +444,28 @@ impl Consumer {
         self.make(root, self.tests);
     }
 
-    /// Step 2: the event, the storage, and the handler as a stub that does
-    /// nothing, registered.
+    /// Step 2: the event, the tables' trait as a stub that stores nothing,
+    /// and the handler as a stub that does nothing, registered.
     pub fn write_stub(&self, root: &Path) {
         self.make(root, self.scaffolding);
-        fs::write(root.join(self.handler.path), self.stub()).unwrap();
+        fs::write(
+            root.join(resolved(root, self.handler.path)),
+            self.stub(root),
+        )
+        .unwrap();
     }
 
-    /// Step 6: the real handler (with step 2's scaffolding, if it is not
-    /// there yet).
+    /// Step 6: the real handler and storage (with step 2's scaffolding, if
+    /// the stub is not there yet: once it is, `cargo fmt` may have
+    /// reformatted the scaffolding, so it is left as it is).
     pub fn write_implementation(&self, root: &Path) {
-        self.make(root, self.scaffolding);
+        if !root.join(resolved(root, self.handler.path)).exists() {
+            self.make(root, self.scaffolding);
+        }
+        self.make(root, self.storage);
         fs::write(
-            root.join(self.handler.path),
-            self.fixture_text(self.handler.fixture),
+            root.join(resolved(root, self.handler.path)),
+            self.fixture_text(root, self.handler.fixture),
         )
         .unwrap();
     }
@@ -374,6 +481,17 @@ impl Consumer {
     }
 }
 
+/// The project's crate name, from its manifest.
+fn crate_name(root: &Path) -> String {
+    let manifest = fs::read_to_string(root.join("Cargo.toml")).expect("Cargo.toml");
+    let name = manifest
+        .lines()
+        .find_map(|line| line.strip_prefix("name = \""))
+        .and_then(|rest| rest.strip_suffix('"'))
+        .expect("the package name");
+    name.replace('-', "_")
+}
+
 /// Applies each edit once: an edit whose result is already there is skipped.
 pub fn apply(root: &Path, edits: &[Edit]) {
     for edit in edits {
@@ -383,7 +501,7 @@ pub fn apply(root: &Path, edits: &[Edit]) {
 
 impl Edit {
     pub fn apply(&self, root: &Path) {
-        let path = root.join(self.path);
+        let path = root.join(resolved(root, self.path));
         let text = fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
         if text.contains(self.replace) {
             return;
@@ -399,9 +517,27 @@ impl Edit {
 
     /// Undoes [`Edit::apply`].
     pub fn revert(&self, root: &Path) {
-        let path = root.join(self.path);
+        let path = root.join(resolved(root, self.path));
         let text = fs::read_to_string(&path).unwrap();
         assert!(text.contains(self.replace), "{} was not edited", self.path);
         fs::write(&path, text.replacen(self.replace, self.find, 1)).unwrap();
     }
+}
+
+/// The required tests that fail with `edits` applied to the project at
+/// `root` (the edits are reverted afterwards), and the run's output.
+pub fn failing_with(root: &Path, edits: &[Edit]) -> (BTreeSet<String>, String) {
+    apply(root, edits);
+    let run = super::cargo(root, &["test", "--test", "conformance"]);
+    let output = String::from_utf8_lossy(&run.stdout).into_owned();
+    for edit in edits.iter().rev() {
+        edit.revert(root);
+    }
+    let failed: BTreeSet<String> = super::hook::failed_tests(&output).into_iter().collect();
+    assert!(
+        failed.is_empty() == run.status.success(),
+        "the run's status does not match its failed tests:\n{output}\n{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    (failed, output)
 }

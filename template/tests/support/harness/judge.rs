@@ -1,6 +1,7 @@
 //! The judge: what "effectively once" means, checked after a scenario.
 
 use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::fmt::Debug;
 
 use {{crate_name}}::handler::Refused;
 use {{crate_name}}::inbox::DeadLetter;
@@ -120,10 +121,7 @@ impl<State: PartialEq + std::fmt::Debug> Expected<State> {
             ("applying each message once", &self.once_only),
         ] {
             if *state != expected.state {
-                problems.push(format!(
-                    "state is {state:?}, {route} gives {:?}",
-                    expected.state
-                ));
+                problems.push(state_against(state, route, &expected.state));
             }
             let must_refuse: BTreeSet<String> = expected.refused.keys().cloned().collect();
             if *refused != must_refuse {
@@ -135,6 +133,36 @@ impl<State: PartialEq + std::fmt::Debug> Expected<State> {
         }
         problems
     }
+}
+
+/// `state` against what `route` gives, for a violation: both in full when
+/// they are short, otherwise a diff of their pretty forms with a little
+/// context (a state of a thousand rows that differs in two shows those
+/// two).
+pub fn state_against<T: Debug>(state: &T, route: &str, expected: &T) -> String {
+    const SHORT: usize = 600;
+    const MOST_LINES: usize = 60;
+    let (ours, theirs) = (format!("{state:?}"), format!("{expected:?}"));
+    if ours.len() + theirs.len() <= SHORT {
+        return format!("state is {ours}, {route} gives {theirs}");
+    }
+    let (ours, theirs) = (format!("{state:#?}\n"), format!("{expected:#?}\n"));
+    let diff = similar::TextDiff::from_lines(&ours, &theirs)
+        .unified_diff()
+        .context_radius(2)
+        .header("the state", route)
+        .to_string();
+    let lines: Vec<&str> = diff.lines().collect();
+    let shown = lines.len().min(MOST_LINES);
+    let more = if lines.len() > shown {
+        format!("\n... and {} more lines of the diff", lines.len() - shown)
+    } else {
+        String::new()
+    };
+    format!(
+        "state differs from what {route} gives:\n{}{more}",
+        lines[..shown].join("\n")
+    )
 }
 
 /// Applies `messages` once each, in order, straight through the handler to

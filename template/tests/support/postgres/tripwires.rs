@@ -84,6 +84,29 @@ impl ClaimHolder {
 }
 
 impl Fixture {
+    /// How many connections working in this fixture's schema wait for a
+    /// lock now (a row another transaction holds): a worker that waits
+    /// there cannot move until that transaction ends. A row lock's waiter
+    /// holds a lock on the row's table (the tuple lock), so it is found by
+    /// the schema of the tables it holds locks on.
+    pub fn waiting_on_locks(&self) -> usize {
+        let waiting: i64 = self.with_reader(|client, _| {
+            client
+                .query_one(
+                    "SELECT count(DISTINCT waiter.pid) FROM pg_locks waiter
+                     WHERE NOT waiter.granted AND EXISTS (
+                         SELECT 1 FROM pg_locks held
+                         JOIN pg_class c ON c.oid = held.relation
+                         WHERE held.pid = waiter.pid
+                           AND c.relnamespace = current_schema()::regnamespace)",
+                    &[],
+                )
+                .expect("count the connections waiting for a lock")
+                .get(0)
+        });
+        usize::try_from(waiting).expect("a count is never negative")
+    }
+
     /// From now on, every COMMIT of a transaction in which a handler wrote
     /// fails (`true`), or none does (`false`).
     pub fn fail_commits(&self, fail: bool) {

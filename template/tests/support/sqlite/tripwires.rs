@@ -93,6 +93,14 @@ impl ClaimHolder {
 }
 
 impl Fixture {
+    /// How many connections wait for a lock now: none a scenario can count
+    /// (a connection waiting for SQLite's write lock retries inside the
+    /// library), and no scenario holds a writer open for another one here
+    /// ([`CONCURRENT_WRITERS`]).
+    pub fn waiting_on_locks(&self) -> usize {
+        0
+    }
+
     /// From now on, every COMMIT of a transaction in which a handler wrote
     /// fails (`true`), or none does (`false`).
     pub fn fail_commits(&self, fail: bool) {

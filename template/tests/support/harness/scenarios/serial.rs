@@ -17,8 +17,9 @@
 //!
 //! * **at once**: every message by its own worker at the same moment. Where
 //!   the database runs writers side by side (PostgreSQL), the workers of
-//!   this process also meet inside their transactions, right before the
-//!   handler runs, so that their reads really overlap. (On SQLite a
+//!   this process also wait at a gate before their commits until every
+//!   other one has run its handler or waits for a lock, so that their reads
+//!   overlap every time, not only when the scheduler lets them. (On SQLite a
 //!   transaction holds the one write lock from its first statement, so
 //!   these rounds serialize: there the scenario checks that the serial
 //!   result is right.)
@@ -43,8 +44,8 @@ use super::deliver_all;
 use super::process::{
     Assignment, from_lines, second_process, summary_from_json, summary_to_json, to_lines,
 };
-use crate::support::database::CONCURRENT_WRITERS;
-use crate::support::harness::judge::observe;
+use crate::support::database::{CONCURRENT_WRITERS, Fixture};
+use crate::support::harness::judge::{observe, state_against};
 use crate::support::harness::{InboxUnderTest, Play, Subject, Violation, env_number, fixture_for};
 
 /// Rounds the scenario plays unless `SERIAL_ROUNDS` says otherwise (at
@@ -57,49 +58,84 @@ const LOCAL: usize = 3;
 
 /// How long a worker waits inside its transaction for the others. Only a
 /// guard against a broken inbox that never calls the handler: the workers
-/// normally meet within milliseconds.
-const MEETING_PATIENCE: Duration = Duration::from_secs(5);
+/// normally pass within milliseconds.
+const GATE_PATIENCE: Duration = Duration::from_secs(5);
 
-/// Workers meeting inside their transactions, right before the handler.
-struct Meeting {
-    expected: usize,
-    arrived: Mutex<(usize, u64)>,
-    all_here: Condvar,
+/// How often a worker at the gate looks again at who waits for a lock
+/// (an arrival wakes it at once).
+const GATE_LOOK: Duration = Duration::from_millis(2);
+
+/// Where one worker of an at-once round is.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Place {
+    /// Delivering, before or inside its handler.
+    Running,
+    /// At the gate: its handler has run, its transaction is open.
+    AtGate,
+    /// Past the gate, or its delivery ended without reaching it.
+    Gone,
 }
 
-impl Meeting {
-    fn new(expected: usize) -> Self {
+/// The gate before the commit. A worker whose handler has run keeps its
+/// transaction open until every other worker of the round has run its own
+/// handler too, or waits for a lock in the database (held by a worker at
+/// the gate, maybe): whatever a handler reads, it reads before any of the
+/// others commits, unless a lock makes it wait for that commit. A check
+/// made with a plain read then sees none of the others' writes, every
+/// time; a check under a lock waits and sees them all. (Connections of the
+/// second process waiting for a lock are counted too: the gate may open
+/// early, never late.)
+struct Gate<'a> {
+    places: Mutex<Vec<Place>>,
+    moved: Condvar,
+    fixture: &'a Fixture,
+}
+
+impl<'a> Gate<'a> {
+    fn new(workers: usize, fixture: &'a Fixture) -> Self {
         Self {
-            expected,
-            arrived: Mutex::new((0, 0)),
-            all_here: Condvar::new(),
+            places: Mutex::new(vec![Place::Running; workers]),
+            moved: Condvar::new(),
+            fixture,
         }
     }
 
-    /// Waits until every worker of the round is here (or the patience is
-    /// out).
-    fn meet(&self) {
-        let mut arrived = self.arrived.lock().expect("meeting");
-        let round = arrived.1;
-        arrived.0 += 1;
-        if arrived.0 == self.expected {
-            *arrived = (0, round + 1);
-            self.all_here.notify_all();
-            return;
+    fn set(&self, worker: usize, place: Place) {
+        self.places.lock().expect("gate")[worker] = place;
+        self.moved.notify_all();
+    }
+
+    /// Worker `me` waits at the gate until nobody else runs unblocked.
+    fn pass(&self, me: usize) {
+        self.set(me, Place::AtGate);
+        let patience = std::time::Instant::now() + GATE_PATIENCE;
+        let mut places = self.places.lock().expect("gate");
+        loop {
+            let running = places.iter().filter(|&&p| p == Place::Running).count();
+            if running == 0 || std::time::Instant::now() >= patience {
+                break;
+            }
+            drop(places);
+            if running <= self.fixture.waiting_on_locks() {
+                places = self.places.lock().expect("gate");
+                break;
+            }
+            places = self.places.lock().expect("gate");
+            places = self.moved.wait_timeout(places, GATE_LOOK).expect("gate").0;
         }
-        let _ = self
-            .all_here
-            .wait_timeout_while(arrived, MEETING_PATIENCE, |arrived| arrived.1 == round);
+        places[me] = Place::Gone;
+        self.moved.notify_all();
     }
 }
 
-/// The handler, run after the meeting.
-struct MeetsFirst<'a> {
+/// The handler of one worker of an at-once round, then the gate.
+struct GatedHandler<'a> {
     inner: &'a dyn Handler,
-    meeting: &'a Meeting,
+    gate: &'a Gate<'a>,
+    worker: usize,
 }
 
-impl Handler for MeetsFirst<'_> {
+impl Handler for GatedHandler<'_> {
     fn consumer(&self) -> &'static str {
         self.inner.consumer()
     }
@@ -107,8 +143,10 @@ impl Handler for MeetsFirst<'_> {
         self.inner.subscribes_to(event)
     }
     fn apply(&self, tables: &mut dyn Tables, message: &Message) -> Result<(), HandlerError> {
-        self.meeting.meet();
-        self.inner.apply(tables, message)
+        self.gate.set(self.worker, Place::Running);
+        let applied = self.inner.apply(tables, message);
+        self.gate.pass(self.worker);
+        applied
     }
 }
 
@@ -192,6 +230,7 @@ pub fn rules_across_messages<S: Subject>(
             at_once(
                 &mut workers,
                 handler.as_ref(),
+                &fixture,
                 local,
                 round,
                 &mut to_helper,
@@ -234,10 +273,9 @@ pub fn rules_across_messages<S: Subject>(
             drop(to_helper);
             let _ = helper.wait();
             return Err(play.violation(&format!(
-                "round {round}: no serial order of its {} messages gives what the handler left: state {:?}, refused {refused:?} (in the order they were sent the model gives {:?}, refused {:?}); a rule across messages was checked without a lock?",
+                "round {round}: no serial order of its {} messages gives what the handler left ({}; the handler refused {refused:?}, the model refuses {:?}); a rule across messages was checked without a lock?",
                 messages.len(),
-                observed.state,
-                in_sent_order.state,
+                state_against(&observed.state, "the model in the order they were sent", &in_sent_order.state),
                 in_sent_order.refused.keys().collect::<Vec<_>>()
             )));
         };
@@ -257,37 +295,39 @@ pub fn rules_across_messages<S: Subject>(
 }
 
 /// One round at once: this process's messages each by its own worker,
-/// meeting inside their transactions where writers run side by side, the
-/// second process's at the same moment. Returns the outcomes here and
-/// there.
+/// held at the [`Gate`] before their commits where writers run side by
+/// side, the second process's at the same moment. Returns the outcomes
+/// here and there.
 fn at_once(
     workers: &mut [Box<dyn Inbox>],
     handler: &dyn Handler,
+    fixture: &Fixture,
     local: &[Message],
     round: usize,
     to_helper: &mut impl Write,
     said: &mut impl FnMut(&str) -> String,
 ) -> (Summary, Summary) {
     let start = Barrier::new(local.len() + 1);
-    let meeting = Meeting::new(local.len());
-    let meets_first = MeetsFirst {
-        inner: handler,
-        meeting: &meeting,
-    };
-    let deliverer: &dyn Handler = if CONCURRENT_WRITERS {
-        &meets_first
-    } else {
-        handler
-    };
+    let gate = Gate::new(local.len(), fixture);
     let here = std::thread::scope(|scope| {
         let threads: Vec<_> = workers
             .iter_mut()
             .zip(local)
-            .map(|(worker, message)| {
-                let start = &start;
+            .enumerate()
+            .map(|(worker, (inbox, message))| {
+                let (start, gate) = (&start, &gate);
                 scope.spawn(move || {
+                    let gated = GatedHandler {
+                        inner: handler,
+                        gate,
+                        worker,
+                    };
+                    let deliverer: &dyn Handler = if CONCURRENT_WRITERS { &gated } else { handler };
                     start.wait();
-                    deliver_all(worker.as_mut(), deliverer, std::slice::from_ref(message))
+                    let summary =
+                        deliver_all(inbox.as_mut(), deliverer, std::slice::from_ref(message));
+                    gate.set(worker, Place::Gone);
+                    summary
                 })
             })
             .collect();
