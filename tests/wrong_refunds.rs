@@ -13,7 +13,7 @@ use std::path::Path;
 
 use common::hook::{Stop, one_at_a_time};
 use common::replay::{Edit, apply, database_of};
-use common::{POSTGRES, can_run, generate};
+use common::{POSTGRES, can_run, database_url, generate};
 
 const HANDLER: &str = "src/handlers/refund.rs";
 const COVERAGE: &str = "coverage::every_subject_passes_every_required_scenario";
@@ -85,8 +85,8 @@ const WRONG: &[Wrong] = &[
         sqlite: &[],
         postgres: &[Edit {
             path: "src/postgres/tables.rs",
-            find: "FROM debits WHERE payment_id = $1 FOR UPDATE",
-            replace: "FROM debits WHERE payment_id = $1",
+            find: "lock_payment: client\n                .prepare(\"SELECT account, amount FROM debits WHERE payment_id = $1 FOR UPDATE\")?,",
+            replace: "lock_payment: client\n                .prepare(\"SELECT account, amount FROM debits WHERE payment_id = $1\")?,",
         }],
         guard: RULES,
     },
@@ -114,12 +114,17 @@ const NAMED_DEBIT: &[Edit] = &[Edit {
     replace: "        \"debit\"\n",
 }];
 
+/// A stop in `root`, with the database's address as a user's shell has it.
+fn stop<'a>(root: &'a Path, session: &'a str) -> Stop<'a> {
+    Stop::new(root, session).env("DATABASE_URL", database_url())
+}
+
 /// Every wrong version blocks the stop on this project's database, its
 /// guard among the failing tests named; the shipped consumer stops.
 fn every_wrong_refund_blocks_the_stop(root: &Path) {
     let _alone = one_at_a_time();
     let database = database_of(root);
-    Stop::new(root, "shipped").run().assert_allowed();
+    stop(root, "shipped").run().assert_allowed();
     for (n, wrong) in WRONG.iter().enumerate() {
         let edits = match database {
             "postgres" => wrong.postgres,
@@ -131,7 +136,7 @@ fn every_wrong_refund_blocks_the_stop(root: &Path) {
         }
         apply(root, edits);
         let session = format!("wrong-{n}");
-        let answer = Stop::new(root, &session).run();
+        let answer = stop(root, &session).run();
         for edit in edits.iter().rev() {
             edit.revert(root);
         }
