@@ -30,9 +30,11 @@ for variant in "${variants[@]}"; do
         source="$kit/template/$relative"
         [[ ! -f "$source" ]] && continue
         grep -q '{%' "$source" && continue
-        formatted="$(sed -e 's/orders_consumer/{{crate_name}}/g' -e 's/orders-consumer/{{project-name}}/g' "$file")"
-        if [[ "$formatted" != "$(cat "$source")" ]]; then
-            printf '%s\n' "$formatted" >"$source"
+        # Compared as files, byte for byte: a command substitution would drop
+        # trailing blank lines, which rustfmt removes and `fmt --check` reports.
+        sed -e 's/orders_consumer/{{crate_name}}/g' -e 's/orders-consumer/{{project-name}}/g' "$file" >"$work/formatted"
+        if ! cmp -s "$work/formatted" "$source"; then
+            cp "$work/formatted" "$source"
             echo "formatted template/$relative"
             changed=1
         fi

@@ -104,4 +104,3 @@ impl InboxUnderTest for TruncatesIds {
         })
     }
 }
-

@@ -195,4 +195,3 @@ impl InboxUnderTest for IgnoresFailedCommit {
         Box::new(ReportsAppliedAnyway(RealInbox::BATCHED.open(fixture)))
     }
 }
-

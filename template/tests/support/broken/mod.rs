@@ -150,4 +150,3 @@ impl InboxUnderTest for WithSchema {
         RealInbox::BATCHED.open(fixture)
     }
 }
-
