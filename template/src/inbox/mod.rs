@@ -173,3 +173,26 @@ pub fn unix_millis(time: std::time::SystemTime) -> i64 {
         .unwrap_or_default();
     i64::try_from(since_epoch.as_millis()).unwrap_or(i64::MAX)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::Policy;
+
+    const THREE: Policy = Policy { max_attempts: 3 };
+
+    #[test]
+    fn a_failure_is_the_last_chance_at_max_attempts_counted_or_delivered() {
+        assert!(!THREE.exhausted(2, 1));
+        assert!(THREE.exhausted(3, 1), "three failures counted");
+        assert!(!THREE.exhausted(1, 2));
+        assert!(THREE.exhausted(1, 3), "delivered three times");
+        assert!(THREE.exhausted(4, 4));
+    }
+
+    #[test]
+    fn a_source_gives_up_only_after_max_attempts_deliveries() {
+        assert!(!THREE.gave_up_on(1));
+        assert!(!THREE.gave_up_on(3), "the third delivery is still a chance");
+        assert!(THREE.gave_up_on(4));
+    }
+}

@@ -1,9 +1,13 @@
 //! Dead letters and redrive: a message that always fails is parked at its
 //! last attempt with its inbox row (its redeliveries are duplicates), the
 //! others apply meanwhile, a redrive that fails again changes nothing, and
-//! one with the cause fixed applies it once.
+//! one with the cause fixed applies it once. A message its source keeps
+//! delivering without any outcome (it kills the consumer) is parked unrun
+//! after `max_attempts` deliveries, not at them.
 
-use crate::support::harness::{DEAD_LETTERED, RealDeadLetters, dead_letters};
+use crate::support::harness::{
+    CRASH_LOOPED, DEAD_LETTERED, RealDeadLetters, crash_loop, dead_letters,
+};
 use crate::support::subjects::{ACCOUNT, DebitSubject, RefundSubject};
 
 #[test]
@@ -23,4 +27,19 @@ fn a_poison_message_is_parked_kept_a_duplicate_and_redriven_once() {
 fn a_refund_parked_and_redriven_is_credited_once() {
     let play = dead_letters(&RefundSubject::real(), &RealDeadLetters).expect("parked and redriven");
     assert_eq!(play.observed.state.refunds.len(), 4);
+}
+
+#[test]
+fn a_message_that_kills_its_consumer_is_parked_unrun_after_its_last_chance() {
+    let play =
+        crash_loop(&DebitSubject::real(), &RealDeadLetters).expect("parked after its last chance");
+    assert_eq!(play.step(CRASH_LOOPED).dead_letters.len(), 1);
+    assert_eq!(play.observed.outcomes.duplicate, 2);
+}
+
+#[test]
+fn a_refund_that_kills_its_consumer_is_parked_unrun() {
+    let play =
+        crash_loop(&RefundSubject::real(), &RealDeadLetters).expect("parked after its last chance");
+    assert_eq!(play.step(CRASH_LOOPED).state.refunds.len(), 1);
 }

@@ -155,6 +155,13 @@ fn dead_letter_mistakes_are_caught_by_the_poison_scenario() {
 }
 
 #[test]
+fn delivery_count_mistakes_are_caught_by_the_crash_loop() {
+    for letters in delivery_count_mistakes() {
+        caught(crash_loop(&debit(), letters.as_ref()), &letters.name());
+    }
+}
+
+#[test]
 fn database_faults_held_against_the_message_are_caught() {
     for inbox in [&FaultCounted as &dyn InboxUnderTest, &FaultRefused] {
         run_twice(&debit(), inbox, 50).expect("without faults they are fine");

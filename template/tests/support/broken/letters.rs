@@ -122,6 +122,75 @@ impl DeadLettersUnderTest for RedriveDropsTheLetter {
     }
 }
 
+/// The real inbox, told a different delivery count than the source gave.
+struct RecountsDeliveries {
+    inner: Box<dyn InboxWithLetters>,
+    recount: fn(u32) -> u32,
+}
+
+impl Inbox for RecountsDeliveries {
+    fn deliver_batch(&mut self, batch: &[Delivery<'_>]) -> Result<Vec<Outcome>, StorageError> {
+        let recounted: Vec<Delivery<'_>> = batch
+            .iter()
+            .map(|d| Delivery {
+                delivered: (self.recount)(d.delivered),
+                ..Delivery::new(d.handler, d.message)
+            })
+            .collect();
+        self.inner.deliver_batch(&recounted)
+    }
+}
+
+fn recounting(
+    fixture: &Fixture,
+    policy: Policy,
+    recount: fn(u32) -> u32,
+) -> Box<dyn InboxWithLetters> {
+    Box::new(WithRealLetters {
+        inbox: Box::new(RecountsDeliveries {
+            inner: fixture.inbox(policy),
+            recount,
+        }),
+        letters: fixture.inbox(policy),
+    })
+}
+
+/// Every mistake with the source's delivery count, for tests that run them
+/// all.
+pub fn delivery_count_mistakes() -> Vec<Box<dyn DeadLettersUnderTest>> {
+    vec![Box::new(IgnoresDeliveryCount), Box::new(ParksOneEarly)]
+}
+
+/// Never looks at how often the source delivered a message, only at the
+/// failures it counted itself: a message that kills the process before any
+/// outcome runs, and kills it, forever. Caught by the crash loop's deadly
+/// message, which must be parked unrun.
+pub struct IgnoresDeliveryCount;
+
+impl DeadLettersUnderTest for IgnoresDeliveryCount {
+    fn name(&self) -> String {
+        "the source's delivery count ignored".into()
+    }
+    fn open(&self, fixture: &Fixture, policy: Policy) -> Box<dyn InboxWithLetters> {
+        recounting(fixture, policy, |_| 1)
+    }
+}
+
+/// Parks a message at its `max_attempts`-th delivery instead of after it
+/// (an off-by-one on the same count): the last chance is never given, and a
+/// message that would have applied becomes a dead letter. Caught by the
+/// crash loop's survivor, which must apply.
+pub struct ParksOneEarly;
+
+impl DeadLettersUnderTest for ParksOneEarly {
+    fn name(&self) -> String {
+        "parked one delivery early".into()
+    }
+    fn open(&self, fixture: &Fixture, policy: Policy) -> Box<dyn InboxWithLetters> {
+        recounting(fixture, policy, |delivered| delivered + 1)
+    }
+}
+
 /// A broken inbox with the real dead letters beside it, for mistakes made
 /// in delivering (the dead letters it writes, if any, are its own).
 struct WithRealLetters {

@@ -152,5 +152,6 @@ pub fn required_scenarios<S: Subject>(subject: &S) -> Vec<Violation> {
         violations.extend(rules_across_messages(subject, &inbox).err());
     }
     violations.extend(dead_letters(subject, &RealDeadLetters).err());
+    violations.extend(crash_loop(subject, &RealDeadLetters).err());
     violations
 }

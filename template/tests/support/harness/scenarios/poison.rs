@@ -8,7 +8,7 @@
 use std::collections::HashSet;
 
 use {{crate_name}}::event::Event;
-use {{crate_name}}::inbox::{DeadLetters, Outcome, Policy};
+use {{crate_name}}::inbox::{DeadLetters, Delivery, Outcome, Policy};
 use {{crate_name}}::message::Message;
 use {{crate_name}}::pipeline::Summary;
 
@@ -194,5 +194,104 @@ pub fn dead_letters<S: Subject>(
         problems.push(format!("after the redrive, outcomes {}", end.outcomes));
     }
     fail("after the redrive", problems)?;
+    Ok(play)
+}
+
+/// The step observed after the crash loop's one batch.
+pub const CRASH_LOOPED: &str = "after deliveries that no attempt ever finished";
+
+/// **A message that kills its consumer**: the source has delivered it more
+/// often than attempts allow, and no failure was ever counted (the process
+/// died each time, before any outcome). One message delivered exactly
+/// `max_attempts` times still runs its handler and applies; one delivered
+/// once more is parked as a dead letter, with its inbox row, without
+/// running its handler again. Both are duplicates afterwards.
+pub fn crash_loop<S: Subject>(
+    subject: &S,
+    letters: &dyn DeadLettersUnderTest,
+) -> Result<Play<S::State>, Violation> {
+    let fixture = fixture_for(&RealInbox::BATCHED, &[subject]);
+    let handler = subject.handler();
+    let messages = applied_facts(subject, 2);
+    let (survivor, deadly) = (&messages[0], &messages[1]);
+    let policy = Policy {
+        max_attempts: MAX_ATTEMPTS,
+    };
+    let mut inbox = letters.open(&fixture, policy);
+    let batch = [
+        Delivery {
+            delivered: MAX_ATTEMPTS,
+            ..Delivery::new(handler.as_ref(), survivor)
+        },
+        Delivery {
+            delivered: MAX_ATTEMPTS + 1,
+            ..Delivery::new(handler.as_ref(), deadly)
+        },
+    ];
+    let mut first = Summary::default();
+    match inbox.deliver_batch(&batch) {
+        Ok(outcomes) => outcomes.iter().for_each(|o| first.count(o)),
+        Err(error) => {
+            eprintln!("storage error: {error}");
+            first.failed += 2;
+        }
+    }
+    let looped = observe(&fixture, subject, first);
+    let again = deliver_all(inbox.as_mut(), handler.as_ref(), &messages);
+    let play = Play {
+        scenario: format!("a message that kills its consumer via {}", letters.name()),
+        consumer: handler.consumer().to_owned(),
+        deliveries: u64::from(2 * MAX_ATTEMPTS + 1) + 2,
+        steps: vec![(CRASH_LOOPED.to_owned(), looped)],
+        observed: observe(&fixture, subject, again),
+        messages: messages.clone(),
+    };
+
+    let step = play.step(CRASH_LOOPED);
+    let mut problems = Expected::of(subject, std::slice::from_ref(survivor))?
+        .problems(&step.state, &step.refused());
+    let expected = Summary {
+        applied: 1,
+        dead_lettered: 1,
+        ..Summary::default()
+    };
+    if step.outcomes != expected {
+        problems.push(format!(
+            "outcomes {}, expected {expected}: delivered {MAX_ATTEMPTS} times, a message still runs; once more, it is parked unrun",
+            step.outcomes
+        ));
+    }
+    let parked: Vec<&str> = step
+        .dead_letters
+        .iter()
+        .filter(|letter| !letter.refused)
+        .map(|letter| letter.message_id.as_str())
+        .collect();
+    if parked != [deadly.id.as_str()] {
+        problems.push(format!(
+            "dead letters {parked:?}, expected only {} (delivered {} times)",
+            deadly.id,
+            MAX_ATTEMPTS + 1
+        ));
+    }
+    if step.inbox_rows != messages.len() {
+        problems.push(format!(
+            "{} inbox rows: the applied message and the parked one each keep theirs",
+            step.inbox_rows
+        ));
+    }
+    if !problems.is_empty() {
+        return Err(play.violation(&format!("{CRASH_LOOPED}: {}", problems.join("; "))));
+    }
+    let all_duplicates = Summary {
+        duplicate: messages.len() as u64,
+        ..Summary::default()
+    };
+    if play.observed.outcomes != all_duplicates {
+        return Err(play.violation(&format!(
+            "delivered again, outcomes {}: both were settled",
+            play.observed.outcomes
+        )));
+    }
     Ok(play)
 }
