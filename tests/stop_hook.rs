@@ -140,10 +140,19 @@ fn blocks_each_way_to_break_done_and_lets_a_green_tree_stop() {
                 "{name} is not listed before the failures:\n{reason}"
             );
         }
-        assert!(
-            reason.contains("---- redeliver::"),
-            "the failures' text is missing:\n{reason}"
-        );
+        // Each failure gets a share of the reason, in name order, whatever
+        // order the tests finished in: one long failure hides no other.
+        for name in &failing {
+            assert!(
+                reason.contains(&format!("---- {name} ----")),
+                "the text of {name} is missing:\n{reason}"
+            );
+        }
+        let shown: Vec<&str> = reason
+            .lines()
+            .filter_map(|line| line.strip_prefix("---- ")?.strip_suffix(" ----"))
+            .collect();
+        assert!(shown.is_sorted(), "failures not in name order: {shown:?}");
     });
     for broken in &OTHER_BREAKS {
         with_files_restored(root, &[broken.path], || {

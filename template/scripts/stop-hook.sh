@@ -278,13 +278,16 @@ check_tests() {
     : >"$work/sections"
     parse_libtest "$work/names" "$work/sections" 1500 <"$work/out"
     local name section found=0
+    # libtest reports failures in the order the tests finished, which
+    # depends on the machine's speed: sorted by name, the reason is the same
+    # on every run.
     while IFS= read -r name; do
         names+=("$name  ($label)")
         found=$((found + 1))
-    done <"$work/names"
-    while IFS= read -r -d $'\036' section; do
+    done < <(LC_ALL=C sort "$work/names")
+    while IFS= read -r -d '' section; do
         sections+=("$section")
-    done <"$work/sections"
+    done < <(tr '\036' '\000' <"$work/sections" | LC_ALL=C sort -z)
     if ((found > 0)); then
         summary+=("$found test(s) fail ($label)")
     elif ((build_broken)) && grep -q 'could not compile' "$work/err"; then
@@ -388,9 +391,15 @@ tail_text=""
 for detail in "${details[@]}"; do tail_text+=$'\n'"$detail"$'\n'; done
 budget=$((reason_bytes - ${#reason} - ${#tail_text}))
 ((budget < 1500)) && budget=1500
+# Every failure gets an equal share (at least 500 bytes: its name and the
+# start of its message), so that one long failure never hides the others.
+share=$budget
+((${#sections[@]} > 0)) && share=$((budget / ${#sections[@]} - 1))
+((share < 500)) && share=500
 shown=0
 failures=""
 for section in "${sections[@]}"; do
+    ((${#section} > share)) && section=$(printf '%s\n' "$section" | first_bytes "$((share - 12))")
     if ((${#failures} + ${#section} + 1 > budget)); then break; fi
     failures+=$'\n'"$section"
     shown=$((shown + 1))
