@@ -59,3 +59,21 @@ fn panic_message(panic: Box<dyn std::any::Any + Send>) -> String {
         .unwrap_or_else(|| "unknown panic".to_owned());
     format!("handler panicked: {text}")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::panic_message;
+
+    #[test]
+    fn a_panic_is_recorded_with_its_message_whatever_its_payload() {
+        assert_eq!(panic_message(Box::new("boom")), "handler panicked: boom");
+        assert_eq!(
+            panic_message(Box::new(String::from("no account 7"))),
+            "handler panicked: no account 7"
+        );
+        assert_eq!(
+            panic_message(Box::new(42_u8)),
+            "handler panicked: unknown panic"
+        );
+    }
+}

@@ -67,3 +67,28 @@ impl StorageError {
         )
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::StorageFault;
+
+    #[test]
+    fn each_fault_reads_as_what_it_is() {
+        let texts = [
+            StorageFault::Unavailable,
+            StorageFault::Conflict,
+            StorageFault::Constraint,
+            StorageFault::Other,
+        ]
+        .map(|fault| fault.to_string());
+        assert_eq!(
+            texts,
+            [
+                "database unavailable",
+                "transaction conflict",
+                "constraint violated",
+                "database error"
+            ]
+        );
+    }
+}

@@ -1,11 +1,13 @@
 //! The database's faults are never the message's: a storage fault in a
-//! handler's own write, or a claim that times out waiting for another
-//! transaction, fails the batch and nothing else (no failure counted, no
+//! handler's own write, a claim that times out waiting for another
+//! transaction, or a claim the database refuses (not as a duplicate key),
+//! fails the batch and nothing else (no failure counted, no
 //! dead letter, no duplicate), and the redelivery applies each message
 //! once.
 
 use crate::support::harness::{
-    AFTER_FAULTS, RealImpatient, RealInbox, claim_held_elsewhere, storage_fault_in_handler,
+    AFTER_FAULTS, RealImpatient, RealInbox, claim_held_elsewhere, claim_refused,
+    storage_fault_in_handler,
 };
 use crate::support::subjects::{ACCOUNT, DebitSubject, RefundSubject};
 
@@ -30,4 +32,14 @@ fn a_claim_held_by_another_transaction_times_out_without_a_verdict() {
         .expect("no verdict while the claim was held");
     assert_eq!(play.step(AFTER_FAULTS).outcomes.duplicate, 0);
     assert_eq!(play.observed.state.balances, vec![(ACCOUNT, 950)]);
+}
+
+#[test]
+fn a_claim_the_database_refuses_is_no_duplicate_and_no_failure() {
+    for inbox in RealInbox::ALL {
+        let play = claim_refused(&DebitSubject::real(), &inbox, 5)
+            .expect("no verdict while the claim was refused");
+        assert_eq!(play.step(AFTER_FAULTS).outcomes.duplicate, 0);
+        assert_eq!(play.observed.state.balances, vec![(ACCOUNT, 950)]);
+    }
 }

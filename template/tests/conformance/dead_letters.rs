@@ -3,10 +3,11 @@
 //! others apply meanwhile, a redrive that fails again changes nothing, and
 //! one with the cause fixed applies it once. A message its source keeps
 //! delivering without any outcome (it kills the consumer) is parked unrun
-//! after `max_attempts` deliveries, not at them.
+//! after `max_attempts` deliveries, not at them. A refusal after a failure
+//! counts both attempts.
 
 use crate::support::harness::{
-    CRASH_LOOPED, DEAD_LETTERED, RealDeadLetters, crash_loop, dead_letters,
+    CRASH_LOOPED, DEAD_LETTERED, RealDeadLetters, crash_loop, dead_letters, refused_after_a_failure,
 };
 use crate::support::subjects::{ACCOUNT, DebitSubject, RefundSubject};
 
@@ -42,4 +43,12 @@ fn a_refund_that_kills_its_consumer_is_parked_unrun() {
     let play =
         crash_loop(&RefundSubject::real(), &RealDeadLetters).expect("parked after its last chance");
     assert_eq!(play.step(CRASH_LOOPED).state.refunds.len(), 1);
+}
+
+#[test]
+fn a_refund_refused_after_a_failure_counts_both_attempts() {
+    let play = refused_after_a_failure(&RefundSubject::real(), &RealDeadLetters)
+        .expect("refused with both attempts")
+        .expect("the refund subject refuses some of its facts");
+    assert_eq!(play.observed.outcomes.refused, 1);
 }

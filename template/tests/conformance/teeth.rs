@@ -178,6 +178,15 @@ fn a_lock_timeout_taken_as_a_duplicate_is_caught() {
 }
 
 #[test]
+fn a_claim_error_taken_as_a_duplicate_is_caught() {
+    run_twice(&debit(), &ClaimErrorAsDuplicate, 50).expect("without errors it is fine");
+    caught(
+        claim_refused(&debit(), &ClaimErrorAsDuplicate, 5),
+        "claim error taken as a duplicate",
+    );
+}
+
+#[test]
 fn a_batch_without_savepoints_is_caught_by_a_failing_statement() {
     run_twice(&debit(), &NoSavepoints, 50).expect("without failures it is fine");
     caught(

@@ -11,7 +11,7 @@ use {{crate_name}}::message::Message;
 
 use super::one_at_a_time;
 use crate::support::database::Fixture;
-use crate::support::harness::{ImpatientUnderTest, InboxUnderTest, now_millis};
+use crate::support::harness::{ImpatientUnderTest, InboxUnderTest, RealInbox, now_millis};
 use crate::support::raw::Raw;
 
 /// Failures after which the broken inboxes here dead-letter a message.
@@ -120,6 +120,33 @@ impl ImpatientUnderTest for LockTimeoutAsDuplicate {
     }
     fn open(&self, fixture: &Fixture, policy: Policy, wait: Duration) -> Box<dyn Inbox> {
         Box::new(TimeoutsAreDuplicates(fixture.impatient_inbox(policy, wait)))
+    }
+}
+
+/// Takes any error of a batch's claim as "already there", the way code
+/// that matches a constraint error's class (or any error of the insert)
+/// instead of the duplicate key's own code does: the message is
+/// acknowledged and never applied. Caught by the claim the database
+/// refuses.
+pub struct ClaimErrorAsDuplicate;
+
+struct ClaimErrorsAreDuplicates(Box<dyn Inbox>);
+
+impl Inbox for ClaimErrorsAreDuplicates {
+    fn deliver_batch(&mut self, batch: &[Delivery<'_>]) -> Result<Vec<Outcome>, StorageError> {
+        match self.0.deliver_batch(batch) {
+            Err(_) => Ok(vec![Outcome::Duplicate; batch.len()]),
+            other => other,
+        }
+    }
+}
+
+impl InboxUnderTest for ClaimErrorAsDuplicate {
+    fn name(&self) -> String {
+        "any claim error taken as a duplicate".into()
+    }
+    fn open(&self, fixture: &Fixture) -> Box<dyn Inbox> {
+        Box::new(ClaimErrorsAreDuplicates(RealInbox::BATCHED.open(fixture)))
     }
 }
 

@@ -14,6 +14,8 @@ pub fn all_purges() -> Vec<Box<dyn Purger>> {
         Box::new(SloppyPurge),
         Box::new(PurgeDeletesAttemptsEarly),
         Box::new(PurgeDeletesDeadLetters),
+        Box::new(PurgeCountsOneTable),
+        Box::new(PurgeProgressPerWindow),
     ]
 }
 
@@ -26,8 +28,17 @@ impl Purger for SloppyPurge {
     fn name(&self) -> String {
         "purge three hours too eager".into()
     }
-    fn purge(&self, fixture: &Fixture, older_than: Duration) -> Purged {
-        RealPurge.purge(fixture, older_than - Duration::from_secs(3 * 3600))
+    fn purge(
+        &self,
+        fixture: &Fixture,
+        older_than: Duration,
+        progress: &mut dyn FnMut(u64),
+    ) -> Purged {
+        RealPurge.purge(
+            fixture,
+            older_than - Duration::from_secs(3 * 3600),
+            progress,
+        )
     }
 }
 
@@ -41,8 +52,13 @@ impl Purger for PurgeDeletesAttemptsEarly {
     fn name(&self) -> String {
         "purge that deletes every attempt count".into()
     }
-    fn purge(&self, fixture: &Fixture, older_than: Duration) -> Purged {
-        let purged = RealPurge.purge(fixture, older_than);
+    fn purge(
+        &self,
+        fixture: &Fixture,
+        older_than: Duration,
+        progress: &mut dyn FnMut(u64),
+    ) -> Purged {
+        let purged = RealPurge.purge(fixture, older_than, progress);
         fixture.run_sql("DELETE FROM attempts;");
         purged
     }
@@ -57,12 +73,63 @@ impl Purger for PurgeDeletesDeadLetters {
     fn name(&self) -> String {
         "purge that deletes old dead letters".into()
     }
-    fn purge(&self, fixture: &Fixture, older_than: Duration) -> Purged {
-        let purged = RealPurge.purge(fixture, older_than);
+    fn purge(
+        &self,
+        fixture: &Fixture,
+        older_than: Duration,
+        progress: &mut dyn FnMut(u64),
+    ) -> Purged {
+        let purged = RealPurge.purge(fixture, older_than, progress);
         let cutoff = cutoff_millis(older_than);
         fixture.run_sql(&format!(
             "DELETE FROM dead_letters WHERE dead_at < {cutoff};"
         ));
         purged
+    }
+}
+
+/// The real purge, but it reports only the inbox rows it deleted, as if
+/// the attempt counts were not rows: an operator reading the summary (or a
+/// dashboard) is told less than what is gone. Caught by the count the
+/// scenario knows it deleted.
+pub struct PurgeCountsOneTable;
+
+impl Purger for PurgeCountsOneTable {
+    fn name(&self) -> String {
+        "purge that reports only its inbox rows".into()
+    }
+    fn purge(
+        &self,
+        fixture: &Fixture,
+        older_than: Duration,
+        progress: &mut dyn FnMut(u64),
+    ) -> Purged {
+        Purged {
+            attempt_rows: 0,
+            ..RealPurge.purge(fixture, older_than, progress)
+        }
+    }
+}
+
+/// The real purge, with its progress told each window's rows instead of
+/// the running total: a progress bar that jumps back and never reaches
+/// the end. Caught by the progress, which must only grow, up to the total.
+pub struct PurgeProgressPerWindow;
+
+impl Purger for PurgeProgressPerWindow {
+    fn name(&self) -> String {
+        "purge whose progress counts each window alone".into()
+    }
+    fn purge(
+        &self,
+        fixture: &Fixture,
+        older_than: Duration,
+        progress: &mut dyn FnMut(u64),
+    ) -> Purged {
+        let mut before = 0;
+        RealPurge.purge(fixture, older_than, &mut |total| {
+            progress(total - before);
+            before = total;
+        })
     }
 }

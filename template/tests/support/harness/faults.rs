@@ -72,15 +72,30 @@ impl Handler for AlwaysFail {
 }
 
 /// Wraps a handler so that every attempt at the chosen messages fails
-/// after the real handler has done its writes (a poison message).
+/// after the real handler has done its writes (a poison message), or,
+/// made with [`FailFor::before`], before it runs at all.
 pub struct FailFor {
     inner: Arc<dyn Handler>,
     ids: HashSet<String>,
+    before: bool,
 }
 
 impl FailFor {
     pub fn new(inner: Arc<dyn Handler>, ids: HashSet<String>) -> Self {
-        Self { inner, ids }
+        Self {
+            inner,
+            ids,
+            before: false,
+        }
+    }
+
+    /// Fails the chosen messages before the real handler runs: a failure
+    /// that comes before any rule of its (a service it calls timed out).
+    pub fn before(inner: Arc<dyn Handler>, ids: HashSet<String>) -> Self {
+        Self {
+            before: true,
+            ..Self::new(inner, ids)
+        }
     }
 }
 
@@ -92,8 +107,11 @@ impl Handler for FailFor {
         self.inner.subscribes_to(event)
     }
     fn apply(&self, tables: &mut dyn Tables, message: &Message) -> Result<(), HandlerError> {
-        self.inner.apply(tables, message)?;
-        if self.ids.contains(message.id.as_str()) {
+        let chosen = self.ids.contains(message.id.as_str());
+        if !(chosen && self.before) {
+            self.inner.apply(tables, message)?;
+        }
+        if chosen {
             return Err(format!("injected: {} always fails", message.id).into());
         }
         Ok(())

@@ -29,6 +29,9 @@ pub const CONCURRENT_WRITERS: bool = true;
 ///   at its statement. (PostgreSQL has no statement that ends the whole
 ///   transaction from inside it: an error aborts it until a savepoint is
 ///   rolled back to.)
+/// * Claim tripwire: an inbox row of a message listed in `claim_tripwire`
+///   is refused by a constraint of the database's own (a trigger raising
+///   `check_violation`), which is not a duplicate key.
 pub(super) const TRIPWIRES: &str = "
 CREATE TABLE tripwire_armed (armed boolean NOT NULL);
 CREATE TABLE tripwire_target (id integer PRIMARY KEY);
@@ -52,6 +55,16 @@ BEGIN
 END $$;
 CREATE TRIGGER debit_tripwire BEFORE INSERT ON debits
 FOR EACH ROW EXECUTE FUNCTION debit_tripwire();
+CREATE TABLE claim_tripwire (message_id text COLLATE \"C\" PRIMARY KEY);
+CREATE FUNCTION claim_tripwire() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF EXISTS (SELECT 1 FROM claim_tripwire WHERE message_id = NEW.message_id) THEN
+        RAISE EXCEPTION 'tripwire: this claim is refused' USING ERRCODE = 'check_violation';
+    END IF;
+    RETURN NEW;
+END $$;
+CREATE TRIGGER claim_tripwire BEFORE INSERT ON inbox
+FOR EACH ROW EXECUTE FUNCTION claim_tripwire();
 DO $$
 DECLARE
     handler_table record;
@@ -60,7 +73,8 @@ BEGIN
         SELECT tablename FROM pg_tables
         WHERE schemaname = current_schema()
           AND tablename NOT IN ('inbox', 'attempts', 'dead_letters', 'tripwire_armed',
-                                'tripwire_target', 'tripwire', 'debit_tripwire', 'pool_slot')
+                                'tripwire_target', 'tripwire', 'debit_tripwire', 'claim_tripwire',
+                                'pool_slot')
     LOOP
         EXECUTE format('CREATE TRIGGER %I AFTER INSERT ON %I
                         FOR EACH ROW EXECUTE FUNCTION tripwire_on_write()',
@@ -141,6 +155,27 @@ impl Fixture {
     /// Debits no longer fail.
     pub fn heal_debits(&self) {
         self.run_sql("DELETE FROM debit_tripwire;");
+    }
+
+    /// From now on, the database refuses the inbox row of each of
+    /// `message_ids` (for any consumer), with an error that is not a
+    /// duplicate key.
+    pub fn refuse_claims(&self, message_ids: &[&str]) {
+        self.with_reader(|client, _| {
+            for id in message_ids {
+                client
+                    .execute(
+                        "INSERT INTO claim_tripwire (message_id) VALUES ($1) ON CONFLICT DO NOTHING",
+                        &[id],
+                    )
+                    .expect("arm the claim tripwire");
+            }
+        });
+    }
+
+    /// Claims are no longer refused.
+    pub fn heal_claims(&self) {
+        self.run_sql("DELETE FROM claim_tripwire;");
     }
 
     /// Another connection claims (consumer, id) in a transaction it keeps

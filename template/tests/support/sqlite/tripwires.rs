@@ -29,6 +29,9 @@ pub const CONCURRENT_WRITERS: bool = false;
 /// * Debit tripwire: a debit of a payment listed in `debit_tripwire` fails
 ///   at its statement (`whole` = 0), or ends its whole transaction with
 ///   `RAISE(ROLLBACK)` (`whole` = 1).
+/// * Claim tripwire: an inbox row of a message listed in `claim_tripwire`
+///   is refused by a constraint of the database's own (a trigger's
+///   `RAISE(ABORT)`), which is not a duplicate key.
 pub(super) const TRIPWIRES: &str = "
 CREATE TABLE tripwire_armed (armed INTEGER NOT NULL);
 CREATE TABLE tripwire_target (id INTEGER PRIMARY KEY);
@@ -45,11 +48,17 @@ CREATE TRIGGER debit_tripwire_transaction BEFORE INSERT ON debits
 WHEN EXISTS (SELECT 1 FROM debit_tripwire WHERE payment_id = NEW.payment_id AND whole = 1)
 BEGIN
     SELECT RAISE(ROLLBACK, 'tripwire: this debit ends its transaction');
+END;
+CREATE TABLE claim_tripwire (message_id TEXT PRIMARY KEY);
+CREATE TRIGGER claim_tripwire BEFORE INSERT ON inbox
+WHEN EXISTS (SELECT 1 FROM claim_tripwire WHERE message_id = NEW.message_id)
+BEGIN
+    SELECT RAISE(ABORT, 'tripwire: this claim is refused');
 END;";
 
 /// The inbox's own tables, and the tripwires': every other table is a
 /// handler's.
-const NOT_HANDLER_TABLES: &str = "'inbox', 'attempts', 'dead_letters', 'tripwire_armed', 'tripwire_target', 'tripwire', 'debit_tripwire'";
+const NOT_HANDLER_TABLES: &str = "'inbox', 'attempts', 'dead_letters', 'tripwire_armed', 'tripwire_target', 'tripwire', 'debit_tripwire', 'claim_tripwire'";
 
 /// Puts the commit tripwire's trigger on every handler table, whatever
 /// handlers this project has.
@@ -127,6 +136,22 @@ impl Fixture {
     /// Debits no longer fail.
     pub fn heal_debits(&self) {
         self.execute("DELETE FROM debit_tripwire;");
+    }
+
+    /// From now on, the database refuses the inbox row of each of
+    /// `message_ids` (for any consumer), with an error that is not a
+    /// duplicate key.
+    pub fn refuse_claims(&self, message_ids: &[&str]) {
+        let db = self.database().connect().expect("connect");
+        for id in message_ids {
+            db.execute("INSERT OR IGNORE INTO claim_tripwire VALUES (?1)", [id])
+                .expect("arm the claim tripwire");
+        }
+    }
+
+    /// Claims are no longer refused.
+    pub fn heal_claims(&self) {
+        self.execute("DELETE FROM claim_tripwire;");
     }
 
     fn trip_debits(&self, payment_ids: &[&str], whole: i64) {

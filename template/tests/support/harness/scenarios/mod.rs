@@ -149,9 +149,11 @@ pub fn required_scenarios<S: Subject>(subject: &S) -> Vec<Violation> {
             }
         }
         violations.extend(storage_fault_in_handler(subject, &inbox, 10).err());
+        violations.extend(claim_refused(subject, &inbox, 10).err());
         violations.extend(rules_across_messages(subject, &inbox).err());
     }
     violations.extend(dead_letters(subject, &RealDeadLetters).err());
     violations.extend(crash_loop(subject, &RealDeadLetters).err());
+    violations.extend(refused_after_a_failure(subject, &RealDeadLetters).err());
     violations
 }

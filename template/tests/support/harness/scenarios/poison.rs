@@ -1,5 +1,6 @@
 //! **Dead letters and redrive**: a message whose handler always fails is
-//! counted, then parked as a dead letter at its `max_attempts`-th failure,
+//! counted (the count read back after each failure is that failure's
+//! number), then parked as a dead letter at its `max_attempts`-th failure,
 //! with its payload and its inbox row, so that its redeliveries are
 //! duplicates; the other messages apply meanwhile. A redrive that fails
 //! again leaves the dead letter exactly as it was; one with the cause
@@ -43,7 +44,7 @@ fn applied_facts<S: Subject>(subject: &S, count: usize) -> Vec<Message> {
 pub fn play_dead_letters<S: Subject>(
     subject: &S,
     letters: &dyn DeadLettersUnderTest,
-) -> (Play<S::State>, [Outcome; 2]) {
+) -> (Play<S::State>, [Outcome; 2], Vec<u32>) {
     let fixture = fixture_for(&RealInbox::BATCHED, &[subject]);
     let handler = subject.handler();
     let messages = applied_facts(subject, 4);
@@ -56,8 +57,14 @@ pub fn play_dead_letters<S: Subject>(
         },
     );
     let mut outcomes = Summary::default();
+    let mut counted = Vec::new();
     for _ in 0..MAX_ATTEMPTS {
         outcomes += deliver_all(inbox.as_mut(), &failing, &messages);
+        counted.push(
+            inbox
+                .failures(handler.consumer(), poison.id.as_str())
+                .unwrap_or(u32::MAX),
+        );
     }
     let dead_lettered = observe(&fixture, subject, outcomes);
     let again = deliver_all(inbox.as_mut(), &failing, &messages);
@@ -78,7 +85,7 @@ pub fn play_dead_letters<S: Subject>(
         observed: observe(&fixture, subject, finally),
         messages,
     };
-    (play, [still_failing, fixed])
+    (play, [still_failing, fixed], counted)
 }
 
 fn redrive(
@@ -96,7 +103,7 @@ pub fn dead_letters<S: Subject>(
     subject: &S,
     letters: &dyn DeadLettersUnderTest,
 ) -> Result<Play<S::State>, Violation> {
-    let (play, [still_failing, fixed]) = play_dead_letters(subject, letters);
+    let (play, [still_failing, fixed], counted) = play_dead_letters(subject, letters);
     let poison = &play.messages[1];
     let healthy: Vec<Message> = play
         .messages
@@ -148,6 +155,13 @@ pub fn dead_letters<S: Subject>(
         problems.push(format!(
             "{} inbox rows: a dead letter keeps its inbox row, so that redeliveries are duplicates",
             parked.inbox_rows
+        ));
+    }
+    // Counted 1, 2, ... after each failure; forgotten (0) once parked.
+    let counts: Vec<u32> = (1..MAX_ATTEMPTS).chain([0]).collect();
+    if counted != counts {
+        problems.push(format!(
+            "failures read back after each round: {counted:?}, expected {counts:?}"
         ));
     }
     fail(DEAD_LETTERED, problems)?;
@@ -294,4 +308,77 @@ pub fn crash_loop<S: Subject>(
         )));
     }
     Ok(play)
+}
+
+/// **A refusal after a failure**: a message its handler refuses, which
+/// failed once before for a reason that heals, is dead-lettered when it is
+/// refused, marked refused, with both attempts counted and its inbox row
+/// (its next delivery is a duplicate). The messages before it in the
+/// subject's facts apply meanwhile. A subject that refuses none of its
+/// facts has nothing to show here: `Ok(None)`.
+pub fn refused_after_a_failure<S: Subject>(
+    subject: &S,
+    letters: &dyn DeadLettersUnderTest,
+) -> Result<Option<Play<S::State>>, Violation> {
+    let candidates = facts(subject, "m-", 40);
+    let refused = subject.model(&candidates).refused;
+    let Some(last) = candidates
+        .iter()
+        .position(|message| refused.contains_key(message.id.as_str()))
+    else {
+        return Ok(None);
+    };
+    let messages = candidates[..=last].to_vec();
+    let refusal = messages[last].clone();
+    let fixture = fixture_for(&RealInbox::BATCHED, &[subject]);
+    let handler = subject.handler();
+    let failing = FailFor::before(handler.clone(), HashSet::from([refusal.id.to_string()]));
+    let mut inbox = letters.open(
+        &fixture,
+        Policy {
+            max_attempts: MAX_ATTEMPTS,
+        },
+    );
+    let first = deliver_all(inbox.as_mut(), &failing, &messages);
+    let failed_once = observe(&fixture, subject, first);
+    let second = deliver_all(inbox.as_mut(), handler.as_ref(), &messages);
+    let play = Play {
+        scenario: format!("a refusal after a failure via {}", letters.name()),
+        consumer: handler.consumer().to_owned(),
+        deliveries: 2 * messages.len() as u64,
+        steps: vec![("after the first, failed, attempt".to_owned(), failed_once)],
+        observed: observe(&fixture, subject, second),
+        messages: messages.clone(),
+    };
+    let end = &play.observed;
+    let mut problems = Expected::of(subject, &messages)?.problems(&end.state, &end.refused());
+    let expected = Summary {
+        duplicate: last as u64,
+        refused: 1,
+        ..Summary::default()
+    };
+    if end.outcomes != expected {
+        problems.push(format!(
+            "the second delivery gave {}, expected {expected}",
+            end.outcomes
+        ));
+    }
+    match end.dead_letters.as_slice() {
+        [letter] if letter.message_id == refusal.id.as_str() && letter.refused && letter.attempts == 2 => {}
+        letters => problems.push(format!(
+            "dead letters {letters:?}: expected {} refused, with 2 attempts (the failure, then the refusal)",
+            refusal.id
+        )),
+    }
+    if end.inbox_rows != messages.len() {
+        problems.push(format!(
+            "{} inbox rows for {} messages: a refused message keeps its row",
+            end.inbox_rows,
+            messages.len()
+        ));
+    }
+    if problems.is_empty() {
+        return Ok(Some(play));
+    }
+    Err(play.violation(&problems.join("; ")))
 }

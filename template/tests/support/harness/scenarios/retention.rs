@@ -2,7 +2,8 @@
 //! counts older than its window and keeps every younger one, so that a
 //! late redelivery inside the window is still a duplicate and a failing
 //! message still reaches its dead letter; it never deletes a dead letter,
-//! however old, since a dead letter waits for a person.
+//! however old, since a dead letter waits for a person. It reports what it
+//! deleted exactly, and its progress only ever grows, up to that total.
 
 use std::time::Duration;
 
@@ -21,8 +22,14 @@ use crate::support::harness::{
 /// A purge implementation under test.
 pub trait Purger {
     fn name(&self) -> String;
-    /// Deletes what is older than `older_than`.
-    fn purge(&self, fixture: &Fixture, older_than: Duration) -> Purged;
+    /// Deletes what is older than `older_than`, telling `progress` the
+    /// running total of deleted rows.
+    fn purge(
+        &self,
+        fixture: &Fixture,
+        older_than: Duration,
+        progress: &mut dyn FnMut(u64),
+    ) -> Purged;
 }
 
 /// The purge this crate ships.
@@ -32,10 +39,15 @@ impl Purger for RealPurge {
     fn name(&self) -> String {
         "real purge".into()
     }
-    fn purge(&self, fixture: &Fixture, older_than: Duration) -> Purged {
+    fn purge(
+        &self,
+        fixture: &Fixture,
+        older_than: Duration,
+        progress: &mut dyn FnMut(u64),
+    ) -> Purged {
         fixture
             .database()
-            .purge(older_than, 7, &mut |_| {})
+            .purge(older_than, 7, progress)
             .expect("purge")
     }
 }
@@ -53,12 +65,13 @@ pub const AFTER_PURGE: &str = "after the purge";
 /// many failed attempts and dead letters of other messages on both sides,
 /// purges, then redelivers the ones inside: they must all be duplicates.
 /// The play covers the messages inside the window; its step
-/// [`AFTER_PURGE`] counts the rows left.
+/// [`AFTER_PURGE`] counts the rows left. Also returns what the purge
+/// reported, and its progress.
 pub fn play_purge_edge<S: Subject>(
     subject: &S,
     purger: &dyn Purger,
     count: usize,
-) -> Play<S::State> {
+) -> (Play<S::State>, Purged, Vec<u64>) {
     let inbox = RealInbox::BATCHED;
     let fixture = fixture_for(&inbox, &[subject]);
     let handler = subject.handler();
@@ -93,32 +106,51 @@ pub fn play_purge_edge<S: Subject>(
             .expect("write an old dead letter");
         }
     }
-    purger.purge(&fixture, WINDOW);
+    let mut progress = Vec::new();
+    let purged = purger.purge(&fixture, WINDOW, &mut |rows| progress.push(rows));
     let after_purge = observe(&fixture, subject, Default::default());
     let outcomes = {
         let mut worker = inbox.open(&fixture);
         deliver_all(worker.as_mut(), handler.as_ref(), &inside)
     };
-    Play {
+    let play = Play {
         scenario: format!("purge at the window's edge with the {}", purger.name()),
         consumer: consumer.to_owned(),
         deliveries: count as u64,
         steps: vec![(AFTER_PURGE.to_owned(), after_purge)],
         observed: observe(&fixture, subject, outcomes),
         messages: inside,
-    }
+    };
+    (play, purged, progress)
 }
 
-/// Judged: exactly the rows inside the window survive the purge, and
-/// their redeliveries are duplicates that change nothing.
+/// Judged: exactly the rows inside the window survive the purge, it
+/// reports exactly what it deleted, and the redeliveries inside the window
+/// are duplicates that change nothing.
 pub fn purge_edge<S: Subject>(
     subject: &S,
     purger: &dyn Purger,
     count: usize,
 ) -> Result<Play<S::State>, Violation> {
-    let play = play_purge_edge(subject, purger, count);
+    let (play, reported, progress) = play_purge_edge(subject, purger, count);
     let purged = play.step(AFTER_PURGE);
     let mut problems = Vec::new();
+    let deleted = Purged {
+        inbox_rows: count as u64,
+        attempt_rows: count as u64,
+        sent_notifications: 0,
+    };
+    if reported != deleted {
+        problems.push(format!(
+            "the purge reported {reported:?}, it deleted {deleted:?}"
+        ));
+    }
+    let total = deleted.inbox_rows + deleted.attempt_rows;
+    if !progress.is_sorted() || progress.last() != Some(&total) {
+        problems.push(format!(
+            "its progress went {progress:?}: a running total must only grow, up to the {total} rows deleted"
+        ));
+    }
     if purged.inbox_rows != count {
         problems.push(format!(
             "{} inbox rows left; the {count} rows a minute inside the window must stay and the {count} a minute outside it must go",

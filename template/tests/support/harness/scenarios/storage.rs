@@ -1,8 +1,9 @@
 //! **The database's faults are never the message's**: a storage fault in
-//! a handler's own write, and a claim that waits for another transaction
-//! until its lock times out, fail the whole batch without counting a
-//! failure, without a dead letter, and without calling anything a
-//! duplicate; the redelivery applies each message once.
+//! a handler's own write, a claim that waits for another transaction until
+//! its lock times out, and a claim the database refuses for any reason but
+//! a duplicate key, fail the whole batch without counting a failure,
+//! without a dead letter, and without calling anything a duplicate; the
+//! redelivery applies each message once.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -227,6 +228,58 @@ pub fn claim_held_elsewhere<S: Subject>(
     if !problems.is_empty() {
         return Err(play.violation(&format!(
             "while another transaction held a claim: {}",
+            problems.join("; ")
+        )));
+    }
+    play.judge(subject)
+}
+
+/// The database refuses the first message's inbox row with an error that
+/// is not a duplicate key (a constraint of its own, as a trigger, a check
+/// or a full table raises it); every message is delivered [`FAULTS`]
+/// times, more than the attempts allowed. Then the database accepts it
+/// again, and everything is delivered once more.
+pub fn play_claim_refused<S: Subject>(
+    subject: &S,
+    inbox: &dyn InboxUnderTest,
+    count: usize,
+) -> Play<S::State> {
+    let fixture = fixture_for(inbox, &[subject]);
+    let handler = subject.handler();
+    let messages = applied_facts(subject, count);
+    fixture.refuse_claims(&[messages[0].id.as_str()]);
+    let mut worker = inbox.open(&fixture);
+    let mut refused = Summary::default();
+    for _ in 0..FAULTS {
+        refused += deliver_all(worker.as_mut(), handler.as_ref(), &messages);
+    }
+    fixture.heal_claims();
+    let after_faults = observe(&fixture, subject, refused);
+    let outcomes = deliver_all(worker.as_mut(), handler.as_ref(), &messages);
+    Play {
+        scenario: format!("claim refused by the database via {}", inbox.name()),
+        consumer: handler.consumer().to_owned(),
+        deliveries: count as u64,
+        steps: vec![(AFTER_FAULTS.to_owned(), after_faults)],
+        observed: observe(&fixture, subject, outcomes),
+        messages,
+    }
+}
+
+/// Judged: while the claim was refused, nothing applied, nothing was called
+/// a duplicate (only a duplicate key means that), no failure was counted;
+/// once accepted, each message applies once.
+pub fn claim_refused<S: Subject>(
+    subject: &S,
+    inbox: &dyn InboxUnderTest,
+    count: usize,
+) -> Result<Play<S::State>, Violation> {
+    let play = play_claim_refused(subject, inbox, count);
+    let refused = play.step(AFTER_FAULTS);
+    let problems = nothing_held_against(refused, subject)?;
+    if !problems.is_empty() {
+        return Err(play.violation(&format!(
+            "while the database refused a claim: {}",
             problems.join("; ")
         )));
     }
