@@ -32,7 +32,7 @@ use crate::message::Message;
 
 /// How many times a batch that lost a race (serialization failure,
 /// deadlock) is tried again before the conflict is reported.
-const CONFLICT_RETRIES: u32 = 10;
+pub const CONFLICT_RETRIES: u32 = 10;
 
 /// One connection's inbox. Open it with [`crate::store::Store::inbox`].
 pub struct PgInbox {

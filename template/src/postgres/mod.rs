@@ -22,7 +22,7 @@ mod relay;
 mod retention;
 mod tables;
 
-pub use inbox::PgInbox;
+pub use inbox::{CONFLICT_RETRIES, PgInbox};
 pub use options::DatabaseOptions;
 pub use relay::PgQueue;
 pub use tables::{PgTables, TableStatements};

@@ -1,12 +1,13 @@
 //! The database's faults are never the message's: a storage fault in a
 //! handler's own write, a claim that times out waiting for another
 //! transaction, or a claim the database refuses (not as a duplicate key),
-//! fails the batch and nothing else (no failure counted, no
-//! dead letter, no duplicate), and the redelivery applies each message
-//! once.
+//! fails the batch and nothing else (no failure counted, no dead letter,
+//! no duplicate), and the redelivery applies each message once. Where the
+//! database has races to lose, a batch that lost one is first tried again,
+//! a bounded number of times.
 
 use crate::support::harness::{
-    AFTER_FAULTS, RealImpatient, RealInbox, claim_held_elsewhere, claim_refused,
+    AFTER_FAULTS, RealImpatient, RealInbox, claim_held_elsewhere, claim_refused, conflicts_retried,
     storage_fault_in_handler,
 };
 use crate::support::subjects::{ACCOUNT, DebitSubject, RefundSubject};
@@ -41,5 +42,15 @@ fn a_claim_the_database_refuses_is_no_duplicate_and_no_failure() {
             .expect("no verdict while the claim was refused");
         assert_eq!(play.step(AFTER_FAULTS).outcomes.duplicate, 0);
         assert_eq!(play.observed.state.balances, vec![(ACCOUNT, 950)]);
+    }
+}
+
+#[test]
+fn a_batch_that_lost_a_race_is_retried_up_to_its_limit() {
+    for inbox in RealInbox::ALL {
+        match conflicts_retried(&DebitSubject::real(), &inbox).expect("retried, then given up") {
+            Some(play) => assert_eq!(play.observed.state.balances, vec![(ACCOUNT, 940)]),
+            None => println!("this database has no races to lose: nothing to retry"),
+        }
     }
 }

@@ -11,4 +11,4 @@ mod tripwires;
 
 pub use fixture::{Fixture, Scratch, server_url};
 pub use raw::PgRaw;
-pub use tripwires::{CONCURRENT_WRITERS, ClaimHolder};
+pub use tripwires::{CONCURRENT_WRITERS, ClaimHolder, Conflicts};

@@ -32,6 +32,10 @@ pub const CONCURRENT_WRITERS: bool = true;
 /// * Claim tripwire: an inbox row of a message listed in `claim_tripwire`
 ///   is refused by a constraint of the database's own (a trigger raising
 ///   `check_violation`), which is not a duplicate key.
+/// * Conflict tripwire: the inbox row of a message listed in
+///   `conflict_tripwire` fails with a serialization failure, as a lost race
+///   does, while `conflict_tries` (a sequence: a rollback does not undo
+///   it) has counted fewer tries than the row's `times`.
 pub(super) const TRIPWIRES: &str = "
 CREATE TABLE tripwire_armed (armed boolean NOT NULL);
 CREATE TABLE tripwire_target (id integer PRIMARY KEY);
@@ -65,6 +69,22 @@ BEGIN
 END $$;
 CREATE TRIGGER claim_tripwire BEFORE INSERT ON inbox
 FOR EACH ROW EXECUTE FUNCTION claim_tripwire();
+CREATE TABLE conflict_tripwire (message_id text COLLATE \"C\" PRIMARY KEY, times bigint NOT NULL);
+CREATE SEQUENCE conflict_tries;
+CREATE FUNCTION conflict_tripwire() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+    allowed bigint;
+BEGIN
+    SELECT times INTO allowed FROM conflict_tripwire WHERE message_id = NEW.message_id;
+    IF FOUND THEN
+        IF nextval('conflict_tries') <= allowed THEN
+            RAISE EXCEPTION 'tripwire: this claim lost a race' USING ERRCODE = 'serialization_failure';
+        END IF;
+    END IF;
+    RETURN NEW;
+END $$;
+CREATE TRIGGER conflict_tripwire BEFORE INSERT ON inbox
+FOR EACH ROW EXECUTE FUNCTION conflict_tripwire();
 DO $$
 DECLARE
     handler_table record;
@@ -74,7 +94,7 @@ BEGIN
         WHERE schemaname = current_schema()
           AND tablename NOT IN ('inbox', 'attempts', 'dead_letters', 'tripwire_armed',
                                 'tripwire_target', 'tripwire', 'debit_tripwire', 'claim_tripwire',
-                                'pool_slot')
+                                'conflict_tripwire', 'pool_slot')
     LOOP
         EXECUTE format('CREATE TRIGGER %I AFTER INSERT ON %I
                         FOR EACH ROW EXECUTE FUNCTION tripwire_on_write()',
@@ -178,6 +198,11 @@ impl Fixture {
         self.run_sql("DELETE FROM claim_tripwire;");
     }
 
+    /// Races lost on demand (the conflict tripwire): PostgreSQL has them.
+    pub fn conflicts(&self) -> Option<Conflicts<'_>> {
+        Some(Conflicts { fixture: self })
+    }
+
     /// Another connection claims (consumer, id) in a transaction it keeps
     /// open: a claim of the same key waits for it.
     pub fn hold_claim(&self, consumer: &str, id: &str) -> ClaimHolder {
@@ -204,5 +229,44 @@ impl Fixture {
             )
             .expect("set lock_timeout");
         Box::new(inbox)
+    }
+}
+
+/// Claims that lose a race on demand, through the conflict tripwire.
+pub struct Conflicts<'a> {
+    fixture: &'a Fixture,
+}
+
+impl Conflicts<'_> {
+    /// How many times the inbox tries a batch again after it lost a race,
+    /// before it reports the conflict.
+    pub fn retries(&self) -> u32 {
+        {{crate_name}}::database::CONFLICT_RETRIES
+    }
+
+    /// From now on, the next `times` tries to claim `message_id` lose a
+    /// race (a serialization failure); the tries after them succeed.
+    pub fn lose_claims(&self, message_id: &str, times: u32) {
+        let allowed = self.tries() + u64::from(times);
+        self.fixture.run_sql(&format!(
+            "INSERT INTO conflict_tripwire (message_id, times) VALUES ('{}', {allowed})
+             ON CONFLICT (message_id) DO UPDATE SET times = excluded.times;",
+            message_id.replace('\'', "''")
+        ));
+    }
+
+    /// How many claims of tripped messages were tried so far, rolled back
+    /// or not.
+    pub fn tries(&self) -> u64 {
+        self.fixture.with_reader(|client, _| {
+            let tries: i64 = client
+                .query_one(
+                    "SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM conflict_tries",
+                    &[],
+                )
+                .expect("read the tries")
+                .get(0);
+            u64::try_from(tries).expect("a count is never negative")
+        })
     }
 }

@@ -9,4 +9,4 @@ mod tripwires;
 
 pub use fixture::{Fixture, Scratch, scratch_folder};
 pub use raw::SqliteRaw;
-pub use tripwires::{CONCURRENT_WRITERS, ClaimHolder};
+pub use tripwires::{CONCURRENT_WRITERS, ClaimHolder, Conflicts};

@@ -154,6 +154,12 @@ impl Fixture {
         self.execute("DELETE FROM claim_tripwire;");
     }
 
+    /// `None`: SQLite has no races to lose (one writer at a time, which
+    /// waits for the lock instead), so nothing retries a conflict.
+    pub fn conflicts(&self) -> Option<Conflicts> {
+        None
+    }
+
     fn trip_debits(&self, payment_ids: &[&str], whole: i64) {
         let db = self.database().connect().expect("connect");
         for id in payment_ids {
@@ -186,5 +192,21 @@ impl Fixture {
         };
         let database = Database::new(self.location(), settings);
         Box::new(database.inbox(policy).expect("open inbox"))
+    }
+}
+
+/// Claims that lose a race: none on SQLite, so there is no value of this
+/// type (see [`Fixture::conflicts`]).
+pub enum Conflicts {}
+
+impl Conflicts {
+    pub fn retries(&self) -> u32 {
+        match *self {}
+    }
+    pub fn lose_claims(&self, _message_id: &str, _times: u32) {
+        match *self {}
+    }
+    pub fn tries(&self) -> u64 {
+        match *self {}
     }
 }

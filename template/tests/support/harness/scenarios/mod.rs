@@ -150,6 +150,7 @@ pub fn required_scenarios<S: Subject>(subject: &S) -> Vec<Violation> {
         }
         violations.extend(storage_fault_in_handler(subject, &inbox, 10).err());
         violations.extend(claim_refused(subject, &inbox, 10).err());
+        violations.extend(conflicts_retried(subject, &inbox).err());
         violations.extend(rules_across_messages(subject, &inbox).err());
     }
     violations.extend(dead_letters(subject, &RealDeadLetters).err());

@@ -285,3 +285,83 @@ pub fn claim_refused<S: Subject>(
     }
     play.judge(subject)
 }
+
+/// The step observed after the batch that lost more races than are retried.
+pub const AFTER_CONFLICTS: &str = "after a batch that lost every race it was retried for";
+
+/// **Lost races are retried, up to a limit** (where the database has them):
+/// a batch whose first claim loses a race as many times as the inbox
+/// retries applies on its last try; one that loses once more fails as a
+/// whole without counting anything against its messages, and its
+/// redelivery applies it. `Ok(None)` on a database without such races.
+pub fn conflicts_retried<S: Subject>(
+    subject: &S,
+    inbox: &dyn InboxUnderTest,
+) -> Result<Option<Play<S::State>>, Violation> {
+    let fixture = fixture_for(inbox, &[subject]);
+    let Some(conflicts) = fixture.conflicts() else {
+        return Ok(None);
+    };
+    let retries = conflicts.retries();
+    let handler = subject.handler();
+    let messages = applied_facts(subject, 6);
+    let (retried, given_up) = messages.split_at(3);
+    let mut worker = inbox.open(&fixture);
+    let mut tries = Vec::new();
+    for (batch, losses) in [(retried, retries), (given_up, retries + 1)] {
+        let before = conflicts.tries();
+        conflicts.lose_claims(batch[0].id.as_str(), losses);
+        let outcomes = deliver_all(worker.as_mut(), handler.as_ref(), batch);
+        tries.push((outcomes, conflicts.tries() - before));
+    }
+    let after_conflicts = observe(&fixture, subject, tries[1].0);
+    // The judged end counts the batch that applied and the redelivery;
+    // the failed batch is judged at its step.
+    let mut outcomes = tries[0].0;
+    outcomes += deliver_all(worker.as_mut(), handler.as_ref(), given_up);
+    let play = Play {
+        scenario: format!("lost races retried via {}", inbox.name()),
+        consumer: handler.consumer().to_owned(),
+        deliveries: messages.len() as u64,
+        steps: vec![(AFTER_CONFLICTS.to_owned(), after_conflicts)],
+        observed: observe(&fixture, subject, outcomes),
+        messages: messages.clone(),
+    };
+    let tried = u64::from(retries) + 1;
+    let mut problems = Vec::new();
+    let applied = |count: usize| Summary {
+        applied: count as u64,
+        ..Summary::default()
+    };
+    if tries[0] != (applied(retried.len()), tried) {
+        problems.push(format!(
+            "a batch that lost {retries} races gave {} after {} tries: it must apply on try {tried}",
+            tries[0].0, tries[0].1
+        ));
+    }
+    if tries[1].1 != tried {
+        problems.push(format!(
+            "a batch that kept losing was tried {} times, not {tried} (the first try and {retries} retries)",
+            tries[1].1
+        ));
+    }
+    let gave_up = play.step(AFTER_CONFLICTS);
+    problems.extend(Expected::of(subject, retried)?.problems(&gave_up.state, &gave_up.refused()));
+    if gave_up.outcomes
+        != (Summary {
+            failed: given_up.len() as u64,
+            ..Summary::default()
+        })
+        || gave_up.attempts > 0
+        || !gave_up.dead_letters.is_empty()
+    {
+        problems.push(format!(
+            "the batch that kept losing gave {} with {} failures counted and dead letters {:?}: it must fail whole, nothing held against its messages",
+            gave_up.outcomes, gave_up.attempts, gave_up.dead_letters
+        ));
+    }
+    if !problems.is_empty() {
+        return Err(play.violation(&format!("{AFTER_CONFLICTS}: {}", problems.join("; "))));
+    }
+    play.judge(subject).map(Some)
+}
