@@ -65,6 +65,18 @@ pub fn deliver_all(inbox: &mut dyn Inbox, handler: &dyn Handler, messages: &[Mes
     summary
 }
 
+/// The first `count` of the subject's facts that it applies (none it
+/// refuses), for scenarios about what happens to messages that are fine.
+fn applied_facts<S: Subject>(subject: &S, count: usize) -> Vec<Message> {
+    let candidates = super::facts(subject, "m-", 4 * count);
+    let refused = subject.model(&candidates).refused;
+    candidates
+        .into_iter()
+        .filter(|message| !refused.contains_key(message.id.as_str()))
+        .take(count)
+        .collect()
+}
+
 /// Delivers `(handler, message)` pairs in order through one connection, as
 /// one batch, and counts the outcomes of the first handler's deliveries
 /// and of the second's. A storage error counts every delivery of the batch

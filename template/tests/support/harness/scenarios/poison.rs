@@ -13,7 +13,7 @@ use {{crate_name}}::inbox::{DeadLetters, Delivery, Outcome, Policy};
 use {{crate_name}}::message::Message;
 use {{crate_name}}::pipeline::Summary;
 
-use super::deliver_all;
+use super::{applied_facts, deliver_all};
 use crate::support::harness::judge::observe;
 use crate::support::harness::{
     DeadLettersUnderTest, Expected, FailFor, Play, RealInbox, Subject, Violation, facts,
@@ -29,17 +29,6 @@ pub const DEAD_LETTERED: &str = "after the poison message was dead-lettered";
 pub const REDELIVERED: &str = "after a redelivery of everything";
 /// The step observed after a redrive that failed again.
 pub const FAILED_REDRIVE: &str = "after a redrive that failed again";
-
-/// Facts the subject applies (none it refuses), `count` of them.
-fn applied_facts<S: Subject>(subject: &S, count: usize) -> Vec<Message> {
-    let candidates = facts(subject, "m-", 4 * count);
-    let refused = subject.model(&candidates).refused;
-    candidates
-        .into_iter()
-        .filter(|message| !refused.contains_key(message.id.as_str()))
-        .take(count)
-        .collect()
-}
 
 pub fn play_dead_letters<S: Subject>(
     subject: &S,

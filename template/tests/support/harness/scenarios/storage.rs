@@ -15,11 +15,11 @@ use {{crate_name}}::inbox::{Inbox, Policy, StorageError, StorageFault};
 use {{crate_name}}::message::Message;
 use {{crate_name}}::pipeline::Summary;
 
-use super::deliver_all;
+use super::{applied_facts, deliver_all};
 use crate::support::database::Fixture;
 use crate::support::harness::judge::observe;
 use crate::support::harness::{
-    Expected, InboxUnderTest, Observed, Play, RealInbox, Subject, Violation, facts, fixture_for,
+    Expected, InboxUnderTest, Observed, Play, RealInbox, Subject, Violation, fixture_for,
 };
 
 /// The step observed after the faulty deliveries.
@@ -70,17 +70,6 @@ impl Handler for FaultyWrites {
         )
         .into())
     }
-}
-
-/// Facts the subject applies (none it refuses).
-fn applied_facts<S: Subject>(subject: &S, count: usize) -> Vec<Message> {
-    let candidates = facts(subject, "m-", 4 * count);
-    let refused = subject.model(&candidates).refused;
-    candidates
-        .into_iter()
-        .filter(|message| !refused.contains_key(message.id.as_str()))
-        .take(count)
-        .collect()
 }
 
 pub fn play_storage_fault_in_handler<S: Subject>(
