@@ -3,8 +3,7 @@
 //! consumer acknowledges), nothing may be stored, and the redelivery
 //! applies every message once.
 
-use super::deliver_all;
-use crate::support::harness::judge::observe;
+use super::{Fault, play_through_fault};
 use crate::support::harness::{
     Expected, InboxUnderTest, Play, Subject, Violation, facts, fixture_for,
 };
@@ -21,21 +20,18 @@ pub fn play_failed_commit<S: Subject>(
 ) -> Play<S::State> {
     let fixture = fixture_for(inbox, &[subject]);
     let handler = subject.handler();
-    let messages = facts(subject, "m-", count);
     let mut worker = inbox.open(&fixture);
     fixture.fail_commits(true);
-    let refused = deliver_all(worker.as_mut(), handler.as_ref(), &messages);
-    fixture.fail_commits(false);
-    let after_failure = observe(&fixture, subject, refused);
-    let outcomes = deliver_all(worker.as_mut(), handler.as_ref(), &messages);
-    Play {
+    let fault = Fault {
         scenario: format!("failed commit via {}", inbox.name()),
-        consumer: handler.consumer().to_owned(),
-        deliveries: count as u64,
-        steps: vec![(COMMIT_FAILED.to_owned(), after_failure)],
-        observed: observe(&fixture, subject, outcomes),
-        messages,
-    }
+        step: COMMIT_FAILED,
+        rounds: 1,
+        handler: handler.as_ref(),
+        messages: facts(subject, "m-", count),
+    };
+    play_through_fault(subject, &fixture, worker.as_mut(), fault, || {
+        fixture.fail_commits(false)
+    })
 }
 
 pub fn failed_commit<S: Subject>(

@@ -41,9 +41,12 @@ use {{crate_name}}::inbox::{Delivery, Inbox};
 use {{crate_name}}::message::Message;
 use {{crate_name}}::pipeline::Summary;
 
+use super::judge::observe;
 use super::{
-    InboxUnderTest, RealDeadLetters, RealInbox, Subject, Violation, stress_messages, stress_workers,
+    InboxUnderTest, Play, RealDeadLetters, RealInbox, Subject, Violation, stress_messages,
+    stress_workers,
 };
+use crate::support::database::Fixture;
 
 /// Delivers `messages` in order through one connection, as one batch (the
 /// inbox under test splits it into transactions), and counts outcomes. A
@@ -75,6 +78,45 @@ fn applied_facts<S: Subject>(subject: &S, count: usize) -> Vec<Message> {
         .filter(|message| !refused.contains_key(message.id.as_str()))
         .take(count)
         .collect()
+}
+
+/// The deliveries of a scenario in which the database fails them for a
+/// while: `handler` delivers `messages`, `rounds` times while the fault
+/// holds; what that leaves is the step `step` of the play `scenario`.
+pub struct Fault<'a> {
+    pub scenario: String,
+    pub step: &'static str,
+    pub rounds: u32,
+    pub handler: &'a dyn Handler,
+    pub messages: Vec<Message>,
+}
+
+/// Plays a [`Fault`] through `worker`: its rounds while the fault holds,
+/// then `lift` ends the fault, the state is observed as the fault's step,
+/// and every message is delivered once more. The play's end counts only
+/// that last round.
+pub fn play_through_fault<S: Subject>(
+    subject: &S,
+    fixture: &Fixture,
+    worker: &mut dyn Inbox,
+    fault: Fault<'_>,
+    lift: impl FnOnce(),
+) -> Play<S::State> {
+    let mut faulted = Summary::default();
+    for _ in 0..fault.rounds {
+        faulted += deliver_all(worker, fault.handler, &fault.messages);
+    }
+    lift();
+    let after_fault = observe(fixture, subject, faulted);
+    let outcomes = deliver_all(worker, fault.handler, &fault.messages);
+    Play {
+        scenario: fault.scenario,
+        consumer: fault.handler.consumer().to_owned(),
+        deliveries: fault.messages.len() as u64,
+        steps: vec![(fault.step.to_owned(), after_fault)],
+        observed: observe(fixture, subject, outcomes),
+        messages: fault.messages,
+    }
 }
 
 /// Delivers `(handler, message)` pairs in order through one connection, as

@@ -15,7 +15,7 @@ use {{crate_name}}::inbox::{Inbox, Policy, StorageError, StorageFault};
 use {{crate_name}}::message::Message;
 use {{crate_name}}::pipeline::Summary;
 
-use super::{applied_facts, deliver_all};
+use super::{Fault, applied_facts, deliver_all, play_through_fault};
 use crate::support::database::Fixture;
 use crate::support::harness::judge::observe;
 use crate::support::harness::{
@@ -82,20 +82,15 @@ pub fn play_storage_fault_in_handler<S: Subject>(
     // The first message of every batch faults, so every batch fails.
     let faulty = FaultyWrites::new(subject.handler(), messages[0].id.as_str());
     let mut worker = inbox.open(&fixture);
-    let mut faulted = Summary::default();
-    for _ in 0..FAULTS {
-        faulted += deliver_all(worker.as_mut(), &faulty, &messages);
-    }
-    let after_faults = observe(&fixture, subject, faulted);
-    let outcomes = deliver_all(worker.as_mut(), &faulty, &messages);
-    Play {
+    let fault = Fault {
         scenario: format!("storage fault in the handler's write via {}", inbox.name()),
-        consumer: subject.handler().consumer().to_owned(),
-        deliveries: count as u64,
-        steps: vec![(AFTER_FAULTS.to_owned(), after_faults)],
-        observed: observe(&fixture, subject, outcomes),
+        step: AFTER_FAULTS,
+        rounds: FAULTS,
+        handler: &faulty,
         messages,
-    }
+    };
+    // The faulty writes stop by themselves after their last fault.
+    play_through_fault(subject, &fixture, worker.as_mut(), fault, || ())
 }
 
 /// Judged: after the faults nothing applied, nothing settled, no failure
@@ -106,10 +101,20 @@ pub fn storage_fault_in_handler<S: Subject>(
     count: usize,
 ) -> Result<Play<S::State>, Violation> {
     let play = play_storage_fault_in_handler(subject, inbox, count);
-    let faulted = play.step(AFTER_FAULTS);
-    let problems = nothing_held_against(faulted, subject)?;
+    judge_through_fault(play, subject, AFTER_FAULTS)
+}
+
+/// Judges a fault's play: at [`AFTER_FAULTS`] nothing held against the
+/// messages (a violation says it was `during` the fault), at the end each
+/// message once.
+fn judge_through_fault<S: Subject>(
+    play: Play<S::State>,
+    subject: &S,
+    during: &str,
+) -> Result<Play<S::State>, Violation> {
+    let problems = nothing_held_against(play.step(AFTER_FAULTS), subject)?;
     if !problems.is_empty() {
-        return Err(play.violation(&format!("{AFTER_FAULTS}: {}", problems.join("; "))));
+        return Err(play.violation(&format!("{during}: {}", problems.join("; "))));
     }
     play.judge(subject)
 }
@@ -186,21 +191,16 @@ pub fn play_claim_held_elsewhere<S: Subject>(
     };
     let mut worker = inbox.open(&fixture, policy, LOCK_WAIT);
     let holder = fixture.hold_claim(handler.consumer(), messages[0].id.as_str());
-    let mut blocked = Summary::default();
-    for _ in 0..FAULTS {
-        blocked += deliver_all(worker.as_mut(), handler.as_ref(), &messages);
-    }
-    holder.release();
-    let after_faults = observe(&fixture, subject, blocked);
-    let outcomes = deliver_all(worker.as_mut(), handler.as_ref(), &messages);
-    Play {
+    let fault = Fault {
         scenario: format!("claim held by another transaction via {}", inbox.name()),
-        consumer: handler.consumer().to_owned(),
-        deliveries: count as u64,
-        steps: vec![(AFTER_FAULTS.to_owned(), after_faults)],
-        observed: observe(&fixture, subject, outcomes),
+        step: AFTER_FAULTS,
+        rounds: FAULTS,
+        handler: handler.as_ref(),
         messages,
-    }
+    };
+    play_through_fault(subject, &fixture, worker.as_mut(), fault, || {
+        holder.release()
+    })
 }
 
 /// Judged: while the claim was held, nothing applied and nothing was
@@ -212,15 +212,7 @@ pub fn claim_held_elsewhere<S: Subject>(
     count: usize,
 ) -> Result<Play<S::State>, Violation> {
     let play = play_claim_held_elsewhere(subject, inbox, count);
-    let blocked = play.step(AFTER_FAULTS);
-    let problems = nothing_held_against(blocked, subject)?;
-    if !problems.is_empty() {
-        return Err(play.violation(&format!(
-            "while another transaction held a claim: {}",
-            problems.join("; ")
-        )));
-    }
-    play.judge(subject)
+    judge_through_fault(play, subject, "while another transaction held a claim")
 }
 
 /// The database refuses the first message's inbox row with an error that
@@ -238,21 +230,16 @@ pub fn play_claim_refused<S: Subject>(
     let messages = applied_facts(subject, count);
     fixture.refuse_claims(&[messages[0].id.as_str()]);
     let mut worker = inbox.open(&fixture);
-    let mut refused = Summary::default();
-    for _ in 0..FAULTS {
-        refused += deliver_all(worker.as_mut(), handler.as_ref(), &messages);
-    }
-    fixture.heal_claims();
-    let after_faults = observe(&fixture, subject, refused);
-    let outcomes = deliver_all(worker.as_mut(), handler.as_ref(), &messages);
-    Play {
+    let fault = Fault {
         scenario: format!("claim refused by the database via {}", inbox.name()),
-        consumer: handler.consumer().to_owned(),
-        deliveries: count as u64,
-        steps: vec![(AFTER_FAULTS.to_owned(), after_faults)],
-        observed: observe(&fixture, subject, outcomes),
+        step: AFTER_FAULTS,
+        rounds: FAULTS,
+        handler: handler.as_ref(),
         messages,
-    }
+    };
+    play_through_fault(subject, &fixture, worker.as_mut(), fault, || {
+        fixture.heal_claims()
+    })
 }
 
 /// Judged: while the claim was refused, nothing applied, nothing was called
@@ -264,15 +251,7 @@ pub fn claim_refused<S: Subject>(
     count: usize,
 ) -> Result<Play<S::State>, Violation> {
     let play = play_claim_refused(subject, inbox, count);
-    let refused = play.step(AFTER_FAULTS);
-    let problems = nothing_held_against(refused, subject)?;
-    if !problems.is_empty() {
-        return Err(play.violation(&format!(
-            "while the database refused a claim: {}",
-            problems.join("; ")
-        )));
-    }
-    play.judge(subject)
+    judge_through_fault(play, subject, "while the database refused a claim")
 }
 
 /// The step observed after the batch that lost more races than are retried.
