@@ -16,6 +16,7 @@ pub fn all_purges() -> Vec<Box<dyn Purger>> {
         Box::new(PurgeDeletesDeadLetters),
         Box::new(PurgeCountsOneTable),
         Box::new(PurgeProgressPerWindow),
+        Box::new(PurgeDeletesUnsentNotifications),
     ]
 }
 
@@ -131,5 +132,30 @@ impl Purger for PurgeProgressPerWindow {
             progress(total - before);
             before = total;
         })
+    }
+}
+
+/// The real purge, and old notifications by when they were queued, as if
+/// an old row were done with: a notification the relay has not sent yet
+/// (the broker was down for a month) is lost. Caught at the edge, where
+/// every unsent notification must stay.
+pub struct PurgeDeletesUnsentNotifications;
+
+impl Purger for PurgeDeletesUnsentNotifications {
+    fn name(&self) -> String {
+        "purge that deletes old notifications not sent yet".into()
+    }
+    fn purge(
+        &self,
+        fixture: &Fixture,
+        older_than: Duration,
+        progress: &mut dyn FnMut(u64),
+    ) -> Purged {
+        let purged = RealPurge.purge(fixture, older_than, progress);
+        let cutoff = cutoff_millis(older_than);
+        fixture.run_sql(&format!(
+            "DELETE FROM notifications WHERE queued_at < {cutoff};"
+        ));
+        purged
     }
 }

@@ -2,8 +2,10 @@
 //! counts older than its window and keeps every younger one, so that a
 //! late redelivery inside the window is still a duplicate and a failing
 //! message still reaches its dead letter; it never deletes a dead letter,
-//! however old, since a dead letter waits for a person. It reports what it
-//! deleted exactly, and its progress only ever grows, up to that total.
+//! however old, since a dead letter waits for a person. Sent notifications
+//! go by the same window; one not sent yet stays, however old, or the
+//! outbox loses it. It reports what it deleted exactly, and its progress
+//! only ever grows, up to that total.
 
 use std::time::Duration;
 
@@ -60,18 +62,29 @@ const MARGIN: Duration = Duration::from_secs(60);
 /// The step observed right after the purge.
 pub const AFTER_PURGE: &str = "after the purge";
 
+/// What a purge did besides what its play observes.
+pub struct PurgeReport {
+    /// What the purge said it deleted.
+    pub purged: Purged,
+    /// The running totals it reported, in order.
+    pub progress: Vec<u64>,
+    /// Sent notifications left.
+    pub sent_left: usize,
+    /// Notifications not sent yet left.
+    pub unsent_left: usize,
+}
+
 /// Records the subject's first `count` messages as received a minute
 /// inside the window and the next `count` a minute outside it, with as
-/// many failed attempts and dead letters of other messages on both sides,
-/// purges, then redelivers the ones inside: they must all be duplicates.
-/// The play covers the messages inside the window; its step
-/// [`AFTER_PURGE`] counts the rows left. Also returns what the purge
-/// reported, and its progress.
+/// many failed attempts, dead letters, sent notifications and notifications
+/// queued but not sent yet on both sides, purges, then redelivers the ones
+/// inside: they must all be duplicates. The play covers the messages
+/// inside the window; its step [`AFTER_PURGE`] counts the rows left.
 pub fn play_purge_edge<S: Subject>(
     subject: &S,
     purger: &dyn Purger,
     count: usize,
-) -> (Play<S::State>, Purged, Vec<u64>) {
+) -> (Play<S::State>, PurgeReport) {
     let inbox = RealInbox::BATCHED;
     let fixture = fixture_for(&inbox, &[subject]);
     let handler = subject.handler();
@@ -104,11 +117,29 @@ pub fn play_purge_edge<S: Subject>(
                 dead_at: at,
             })
             .expect("write an old dead letter");
+            let event = id.replace('\'', "''");
+            fixture.run_sql(&format!(
+                "INSERT INTO notifications (event_id, channel, account, body, queued_at, sent_at)
+                 VALUES ('{event}-sent', 'email', 1, 'sent', {at}, {at}),
+                        ('{event}-unsent', 'email', 1, 'not sent yet', {at}, NULL);"
+            ));
         }
     }
     let mut progress = Vec::new();
     let purged = purger.purge(&fixture, WINDOW, &mut |rows| progress.push(rows));
     let after_purge = observe(&fixture, subject, Default::default());
+    let left = fixture.with_tables(|tables| tables.notifications());
+    let left_ending = |suffix: &str| {
+        left.iter()
+            .filter(|notification| notification.event_id.ends_with(suffix))
+            .count()
+    };
+    let report = PurgeReport {
+        purged,
+        progress,
+        sent_left: left_ending("-sent"),
+        unsent_left: left_ending("-unsent"),
+    };
     let outcomes = {
         let mut worker = inbox.open(&fixture);
         deliver_all(worker.as_mut(), handler.as_ref(), &inside)
@@ -121,7 +152,7 @@ pub fn play_purge_edge<S: Subject>(
         observed: observe(&fixture, subject, outcomes),
         messages: inside,
     };
-    (play, purged, progress)
+    (play, report)
 }
 
 /// Judged: exactly the rows inside the window survive the purge, it
@@ -132,23 +163,38 @@ pub fn purge_edge<S: Subject>(
     purger: &dyn Purger,
     count: usize,
 ) -> Result<Play<S::State>, Violation> {
-    let (play, reported, progress) = play_purge_edge(subject, purger, count);
+    let (play, report) = play_purge_edge(subject, purger, count);
     let purged = play.step(AFTER_PURGE);
     let mut problems = Vec::new();
     let deleted = Purged {
         inbox_rows: count as u64,
         attempt_rows: count as u64,
-        sent_notifications: 0,
+        sent_notifications: count as u64,
     };
-    if reported != deleted {
+    if report.purged != deleted {
         problems.push(format!(
-            "the purge reported {reported:?}, it deleted {deleted:?}"
+            "the purge reported {:?}, it deleted {deleted:?}",
+            report.purged
         ));
     }
-    let total = deleted.inbox_rows + deleted.attempt_rows;
+    let total = deleted.inbox_rows + deleted.attempt_rows + deleted.sent_notifications;
+    let progress = &report.progress;
     if !progress.is_sorted() || progress.last() != Some(&total) {
         problems.push(format!(
             "its progress went {progress:?}: a running total must only grow, up to the {total} rows deleted"
+        ));
+    }
+    if report.sent_left != count {
+        problems.push(format!(
+            "{} sent notifications left; the {count} sent a minute inside the window must stay and the {count} outside it must go",
+            report.sent_left
+        ));
+    }
+    if report.unsent_left != 2 * count {
+        problems.push(format!(
+            "{} notifications not sent yet left of {}: a purge never deletes one the relay has not sent, however old",
+            report.unsent_left,
+            2 * count
         ));
     }
     if purged.inbox_rows != count {
