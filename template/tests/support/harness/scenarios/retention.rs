@@ -5,7 +5,8 @@
 //! however old, since a dead letter waits for a person. Sent notifications
 //! go by the same window; one not sent yet stays, however old, or the
 //! outbox loses it. It reports what it deleted exactly, and its progress
-//! only ever grows, up to that total.
+//! only ever grows, up to that total, by at most a window's keys at a time
+//! (each transaction stays short, so deliveries never wait long behind it).
 
 use std::time::Duration;
 
@@ -49,10 +50,14 @@ impl Purger for RealPurge {
     ) -> Purged {
         fixture
             .database()
-            .purge(older_than, 7, progress)
+            .purge(older_than, KEYS_PER_TRANSACTION, progress)
             .expect("purge")
     }
 }
+
+/// How many keys the real purge walks per transaction here: few, so that
+/// a window of expired rows that is too wide shows in the progress.
+pub const KEYS_PER_TRANSACTION: u32 = 3;
 
 /// The window the scenario purges with.
 pub const WINDOW: Duration = Duration::from_secs(30 * 86_400);
@@ -182,6 +187,17 @@ pub fn purge_edge<S: Subject>(
     if !progress.is_sorted() || progress.last() != Some(&total) {
         problems.push(format!(
             "its progress went {progress:?}: a running total must only grow, up to the {total} rows deleted"
+        ));
+    }
+    let widest = std::iter::once(&0)
+        .chain(progress)
+        .zip(progress)
+        .map(|(before, after)| after.saturating_sub(*before))
+        .max()
+        .unwrap_or(0);
+    if widest > u64::from(KEYS_PER_TRANSACTION) {
+        problems.push(format!(
+            "one transaction deleted {widest} rows (progress {progress:?}) walking {KEYS_PER_TRANSACTION} keys at a time: a purge must delete window by window, or deliveries wait behind it"
         ));
     }
     if report.sent_left != count {
