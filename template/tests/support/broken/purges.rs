@@ -3,20 +3,33 @@
 use std::time::Duration;
 
 use {{crate_name}}::retention::cutoff_millis;
-use {{crate_name}}::store::{Purged, Store};
+use {{crate_name}}::store::Purged;
 
 use crate::support::database::Fixture;
-use crate::support::harness::{Purger, RealPurge};
+use crate::support::harness::{Purger, RealPurge, shipped_purge};
 
 /// Every broken purge here.
 pub fn all_purges() -> Vec<Box<dyn Purger>> {
     vec![
         Box::new(SloppyPurge),
         Box::new(PurgeDeletesAttemptsEarly),
-        Box::new(PurgeDeletesDeadLetters),
+        // A dead letter nobody looked at yet is lost. Caught at the edge,
+        // where every dead letter must stay.
+        Box::new(PurgeAlsoDeletes {
+            what: "old dead letters",
+            table: "dead_letters",
+            age: "dead_at",
+        }),
         Box::new(PurgeCountsOneTable),
         Box::new(PurgeProgressPerWindow),
-        Box::new(PurgeDeletesUnsentNotifications),
+        // Old notifications by when they were queued: one the relay has not
+        // sent yet (the broker was down for a month) is lost. Caught at the
+        // edge, where every unsent notification must stay.
+        Box::new(PurgeAlsoDeletes {
+            what: "old notifications not sent yet",
+            table: "notifications",
+            age: "queued_at",
+        }),
         Box::new(PurgeInOneTransaction),
     ]
 }
@@ -66,14 +79,17 @@ impl Purger for PurgeDeletesAttemptsEarly {
     }
 }
 
-/// The real purge, and dead letters older than the window with it, as if
-/// they were old rows like the others: a dead letter nobody looked at yet
-/// is lost. Caught at the edge, where every dead letter must stay.
-pub struct PurgeDeletesDeadLetters;
+/// The real purge, then every row of `table` whose `age` column is older
+/// than the cutoff, as if those were old rows like the others.
+pub struct PurgeAlsoDeletes {
+    what: &'static str,
+    table: &'static str,
+    age: &'static str,
+}
 
-impl Purger for PurgeDeletesDeadLetters {
+impl Purger for PurgeAlsoDeletes {
     fn name(&self) -> String {
-        "purge that deletes old dead letters".into()
+        format!("purge that deletes {}", self.what)
     }
     fn purge(
         &self,
@@ -84,7 +100,8 @@ impl Purger for PurgeDeletesDeadLetters {
         let purged = RealPurge.purge(fixture, older_than, progress);
         let cutoff = cutoff_millis(older_than);
         fixture.run_sql(&format!(
-            "DELETE FROM dead_letters WHERE dead_at < {cutoff};"
+            "DELETE FROM {} WHERE {} < {cutoff};",
+            self.table, self.age
         ));
         purged
     }
@@ -136,31 +153,6 @@ impl Purger for PurgeProgressPerWindow {
     }
 }
 
-/// The real purge, and old notifications by when they were queued, as if
-/// an old row were done with: a notification the relay has not sent yet
-/// (the broker was down for a month) is lost. Caught at the edge, where
-/// every unsent notification must stay.
-pub struct PurgeDeletesUnsentNotifications;
-
-impl Purger for PurgeDeletesUnsentNotifications {
-    fn name(&self) -> String {
-        "purge that deletes old notifications not sent yet".into()
-    }
-    fn purge(
-        &self,
-        fixture: &Fixture,
-        older_than: Duration,
-        progress: &mut dyn FnMut(u64),
-    ) -> Purged {
-        let purged = RealPurge.purge(fixture, older_than, progress);
-        let cutoff = cutoff_millis(older_than);
-        fixture.run_sql(&format!(
-            "DELETE FROM notifications WHERE queued_at < {cutoff};"
-        ));
-        purged
-    }
-}
-
 /// The real purge, every expired row of a table in one transaction: it
 /// deletes the right rows, but a month of rows holds its locks for as long
 /// as the whole table takes and deliveries wait behind it. Caught by the
@@ -177,9 +169,6 @@ impl Purger for PurgeInOneTransaction {
         older_than: Duration,
         progress: &mut dyn FnMut(u64),
     ) -> Purged {
-        fixture
-            .database()
-            .purge(older_than, u32::MAX, progress)
-            .expect("purge")
+        shipped_purge(fixture, older_than, u32::MAX, progress)
     }
 }

@@ -48,11 +48,21 @@ impl Purger for RealPurge {
         older_than: Duration,
         progress: &mut dyn FnMut(u64),
     ) -> Purged {
-        fixture
-            .database()
-            .purge(older_than, KEYS_PER_TRANSACTION, progress)
-            .expect("purge")
+        shipped_purge(fixture, older_than, KEYS_PER_TRANSACTION, progress)
     }
+}
+
+/// The purge this crate ships, walking `keys` keys per transaction.
+pub fn shipped_purge(
+    fixture: &Fixture,
+    older_than: Duration,
+    keys: u32,
+    progress: &mut dyn FnMut(u64),
+) -> Purged {
+    fixture
+        .database()
+        .purge(older_than, keys, progress)
+        .expect("purge")
 }
 
 /// How many keys the real purge walks per transaction here: few, so that
