@@ -9,7 +9,7 @@
 use std::collections::BTreeSet;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use {{crate_name}}::progress::Progress;
 use {{crate_name}}::relay::{
@@ -193,7 +193,16 @@ fn crash_then_finish(relay: &dyn RelayUnderTest) -> (Fixture, Vec<String>) {
             relay.batch(&fixture, &mut queue, &mut dying, policy)
         }));
         assert!(crashed.is_err(), "the sink did not die");
-        // The dead relay's connection closes with it.
+    }
+    // The dead relay's connection closed with it; a server ends its
+    // session, and unlocks the rows it had taken, a moment later.
+    let closing = Instant::now();
+    while fixture.sessions_holding_locks() > 0 {
+        assert!(
+            closing.elapsed() < Duration::from_secs(60),
+            "the dead relay's session still holds its rows after a minute"
+        );
+        std::thread::yield_now();
     }
     let mut queue = fixture.database().relay_queue().unwrap();
     let mut healthy = recorder.clone();

@@ -141,6 +141,26 @@ impl Fixture {
         usize::try_from(waiting).expect("a count is never negative")
     }
 
+    /// How many other connections hold a lock on a table of this fixture's
+    /// schema now. A connection a test drops (as a killed process's
+    /// closes) ends on the server a moment later, not at once: its rows
+    /// stay locked, and skipped by `SKIP LOCKED`, until this reaches 0.
+    pub fn sessions_holding_locks(&self) -> usize {
+        let holding: i64 = self.with_reader(|client, _| {
+            client
+                .query_one(
+                    "SELECT count(DISTINCT held.pid) FROM pg_locks held
+                     JOIN pg_class c ON c.oid = held.relation
+                     WHERE held.granted AND held.pid <> pg_backend_pid()
+                       AND c.relnamespace = current_schema()::regnamespace",
+                    &[],
+                )
+                .expect("count the connections holding locks")
+                .get(0)
+        });
+        usize::try_from(holding).expect("a count is never negative")
+    }
+
     /// From now on, every COMMIT of a transaction in which a handler wrote
     /// fails (`true`), or none does (`false`).
     pub fn fail_commits(&self, fail: bool) {

