@@ -249,6 +249,17 @@ fn the_command_line_lists_and_redrives_dead_letters() {
         "{}",
         fixed.1
     );
-    assert!(run(&["status"]).1.contains("account 999 balance=90"));
+    let status = run(&["status"]).1;
+    assert!(status.contains("account 999 balance=90"), "{status}");
+    // Both payments are in the debit inbox now (the good one applied, the
+    // poison one redriven), and `status` counts what the table holds.
+    assert_eq!(inbox_rows(&fixture, "debit"), 2);
+    for consumer in ["debit", "notify"] {
+        let line = format!(
+            "inbox {consumer} messages={}",
+            inbox_rows(&fixture, consumer)
+        );
+        assert!(status.contains(&line), "no `{line}` in:\n{status}");
+    }
     assert!(run(&["dead-letters", "list"]).1.contains("dead_letters=0"));
 }
