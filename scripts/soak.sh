@@ -60,7 +60,11 @@ for variant in "${variants[@]}"; do
     flags=()
     for define in ${defines[$variant]}; do flags+=(--define "$define"); done
     name="soak-${variant}"
-    "$kit/target/debug/inbox-kit" new "$name" --destination "$work" "${flags[@]}" >/dev/null 2>&1
+    "$CARGO_TARGET_DIR/debug/inbox-kit" new "$name" --destination "$work" "${flags[@]}" >"$work/new.log" 2>&1 || {
+        cat "$work/new.log" >&2
+        echo "soak: could not generate the $variant project" >&2
+        exit 1
+    }
     project="$work/$name"
     echo "soak: $variant: building" >&2
     (cd "$project" && cargo test --no-run --quiet 2>&1) >"$work/build.log" || {
