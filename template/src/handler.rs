@@ -62,6 +62,33 @@ pub trait Handler: Send + Sync {
     /// apply with [`Refused`]; pass a [`crate::inbox::StorageError`] from
     /// `tables` on as it is (`?`), so that a database fault is told apart.
     fn apply(&self, tables: &mut dyn Tables, message: &Message) -> Result<(), HandlerError>;
+
+    /// This handler's set-based path, if it has one (see [`SetBased`]).
+    /// Without one (the default) the inbox applies its deliveries one at a
+    /// time, which is always right.
+    fn set_based(&self) -> Option<&dyn SetBased> {
+        None
+    }
+}
+
+/// A handler that can apply many messages in a few statements.
+///
+/// On a database server every statement is a round trip, so a batch of 256
+/// deliveries applied one at a time waits for hundreds of answers in turn;
+/// applied together it waits for one or two. The inbox hands
+/// [`SetBased::apply_all`] the deliveries of a batch that are new, in their
+/// order, under a savepoint of their own. If it returns an error, for
+/// whatever reason, the inbox rolls all of it back and applies those
+/// deliveries one at a time through [`Handler::apply`], so the one that
+/// fails fails alone and its siblings apply once. So `apply_all` need not
+/// find out which message was at fault; it must only never report success
+/// for a message it did not apply (a payment skipped because its account
+/// is missing is an error, not a smaller batch).
+pub trait SetBased: Send + Sync {
+    /// Applies every message's business effect, as [`Handler::apply`]
+    /// would one after another in this order, or returns an error.
+    fn apply_all(&self, tables: &mut dyn Tables, messages: &[&Message])
+    -> Result<(), HandlerError>;
 }
 
 /// Consumer names: 1 to 64 characters from `a-z`, `0-9`, `_`, `-`, `.`,

@@ -13,7 +13,7 @@
 //! account are two debits.
 
 use crate::event::{Event, NotSubscribed};
-use crate::handler::{Handler, HandlerError};
+use crate::handler::{Handler, HandlerError, SetBased};
 use crate::handlers::Tables;
 use crate::inbox::StorageError;
 use crate::message::Message;
@@ -41,6 +41,12 @@ pub trait Ledger {
     /// written); a payment id recorded before is a constraint error.
     fn debit(&mut self, debit: &Debited) -> Result<bool, StorageError>;
 
+    /// Records every debit and lowers each balance by its debits' sum, in
+    /// as few statements as the database allows; returns how many debits
+    /// it recorded (the ones whose account exists). A payment id recorded
+    /// before is a constraint error, as in [`Ledger::debit`].
+    fn debit_all(&mut self, debits: &[Debited]) -> Result<usize, StorageError>;
+
     /// Creates an account, or resets the balance of an existing one.
     fn open_account(&mut self, account: i64, balance: i64) -> Result<(), StorageError>;
 
@@ -61,18 +67,54 @@ impl Handler for Debit {
     }
 
     fn apply(&self, tables: &mut dyn Tables, message: &Message) -> Result<(), HandlerError> {
-        let payment = message
-            .event
-            .payment_captured()
-            .ok_or_else(|| NotSubscribed::from(&message.event))?;
-        let debit = Debited {
-            payment_id: message.id.as_str().to_owned(),
-            account: payment.account,
-            amount: payment.amount,
-        };
+        let debit = debit_of(message)?;
         if !tables.debit(&debit)? {
-            return Err(UnknownAccount(payment.account).into());
+            return Err(UnknownAccount(debit.account).into());
         }
         Ok(())
     }
+
+    fn set_based(&self) -> Option<&dyn SetBased> {
+        Some(self)
+    }
+}
+
+/// A batch's debits in one statement (on PostgreSQL): the balances by
+/// their sums, the ledger rows all at once. Any account missing fails the
+/// whole attempt; the inbox then applies each payment alone, and only the
+/// one with the missing account fails.
+impl SetBased for Debit {
+    fn apply_all(
+        &self,
+        tables: &mut dyn Tables,
+        messages: &[&Message],
+    ) -> Result<(), HandlerError> {
+        let debits = messages
+            .iter()
+            .map(|message| debit_of(message))
+            .collect::<Result<Vec<_>, _>>()?;
+        let recorded = tables.debit_all(&debits)?;
+        if recorded != debits.len() {
+            return Err(MissingAccounts(debits.len() - recorded).into());
+        }
+        Ok(())
+    }
+}
+
+/// Some payments of a batch name accounts that do not exist.
+#[derive(Debug, thiserror::Error)]
+#[error("{0} payments of the batch name an account that does not exist")]
+struct MissingAccounts(usize);
+
+/// The debit a `payment.captured` message asks for.
+fn debit_of(message: &Message) -> Result<Debited, NotSubscribed> {
+    let payment = message
+        .event
+        .payment_captured()
+        .ok_or_else(|| NotSubscribed::from(&message.event))?;
+    Ok(Debited {
+        payment_id: message.id.as_str().to_owned(),
+        account: payment.account,
+        amount: payment.amount,
+    })
 }

@@ -3,8 +3,9 @@
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use super::{Delivery, StorageError};
-use crate::handler::Refused;
+use crate::handler::{HandlerError, Refused, SetBased};
 use crate::handlers::Tables;
+use crate::message::Message;
 
 /// Why a handler did not apply a delivery, when the database is not to
 /// blame.
@@ -32,9 +33,28 @@ pub fn run_handler(
     delivery: &Delivery<'_>,
     tables: &mut dyn Tables,
 ) -> Result<Result<(), Failure>, StorageError> {
-    let result = catch_unwind(AssertUnwindSafe(|| {
+    settle(catch_unwind(AssertUnwindSafe(|| {
         delivery.handler.apply(tables, delivery.message)
-    }));
+    })))
+}
+
+/// Runs a handler's set-based path on `messages`, with the same verdicts
+/// as [`run_handler`]: `Ok(Err(_))` means "roll it back and apply them one
+/// at a time", `Err(fault)` abandons the whole batch.
+pub fn run_set_based(
+    set_based: &dyn SetBased,
+    messages: &[&Message],
+    tables: &mut dyn Tables,
+) -> Result<Result<(), Failure>, StorageError> {
+    settle(catch_unwind(AssertUnwindSafe(|| {
+        set_based.apply_all(tables, messages)
+    })))
+}
+
+/// What a handler's result (or panic) means for its delivery.
+fn settle(
+    result: std::thread::Result<Result<(), HandlerError>>,
+) -> Result<Result<(), Failure>, StorageError> {
     let error = match result {
         Ok(Ok(())) => return Ok(Ok(())),
         Ok(Err(error)) => error,

@@ -29,9 +29,11 @@
 
 mod apply;
 mod error;
+mod steps;
 
-pub use apply::{Failure, run_handler};
+pub use apply::{Failure, run_handler, run_set_based};
 pub use error::{StorageError, StorageFault};
+pub use steps::{Step, steps};
 
 use crate::handler::Handler;
 use crate::message::Message;

@@ -25,8 +25,8 @@ use super::poison::{self, PoisonStatements};
 use super::tables::{PgTables, TableStatements};
 use crate::handler::Handler;
 use crate::inbox::{
-    DeadLetter, DeadLetters, Delivery, Failure, Inbox, Outcome, Policy, StorageError, StorageFault,
-    run_handler, unix_millis,
+    DeadLetter, DeadLetters, Delivery, Failure, Inbox, Outcome, Policy, Step, StorageError,
+    StorageFault, run_handler, run_set_based, steps, unix_millis,
 };
 use crate::message::Message;
 
@@ -115,10 +115,13 @@ impl PgInbox {
         let Connection { client, statements } = self.connection()?;
         let mut tx = client.transaction()?;
         let mut work = BatchTx::claim(&mut tx, statements, batch, policy)?;
-        let outcomes = batch
-            .iter()
-            .map(|delivery| work.deliver(delivery))
-            .collect::<Result<Vec<_>, _>>()?;
+        let mut outcomes = Vec::with_capacity(batch.len());
+        for step in steps(batch, policy) {
+            match step {
+                Step::Alone(at) => outcomes.push(work.deliver(&batch[at])?),
+                Step::Together(run) => outcomes.extend(work.deliver_together(&batch[run])?),
+            }
+        }
         tx.commit()?;
         Ok(outcomes)
     }
@@ -222,6 +225,57 @@ impl<'a, 'c> BatchTx<'a, 'c> {
     }
 
     fn deliver(&mut self, delivery: &Delivery<'_>) -> Result<Outcome, StorageError> {
+        if !self.take_claim(delivery)? {
+            return Ok(Outcome::Duplicate);
+        }
+        self.deliver_claimed(delivery)
+    }
+
+    /// A run of deliveries to one handler through its set-based path, under
+    /// one savepoint; if that fails, rolled back and delivered one at a
+    /// time, so that only the failing ones fail.
+    fn deliver_together(&mut self, run: &[Delivery<'_>]) -> Result<Vec<Outcome>, StorageError> {
+        let mut outcomes = Vec::with_capacity(run.len());
+        let mut new = Vec::new();
+        for (at, delivery) in run.iter().enumerate() {
+            if self.take_claim(delivery)? {
+                new.push(at);
+                outcomes.push(Outcome::Applied);
+            } else {
+                outcomes.push(Outcome::Duplicate);
+            }
+        }
+        let Some(set_based) = run.first().and_then(|first| first.handler.set_based()) else {
+            return Ok(outcomes);
+        };
+        if new.is_empty() {
+            return Ok(outcomes);
+        }
+        let messages: Vec<&Message> = new.iter().map(|&at| run[at].message).collect();
+        self.savepoint()?;
+        let mut tables = PgTables::new(self.tx, &self.statements.tables);
+        let failure = match run_set_based(set_based, &messages, &mut tables)? {
+            Ok(()) => return Ok(outcomes),
+            Err(failure) => failure,
+        };
+        tracing::debug!(
+            ?failure,
+            deliveries = new.len(),
+            "set-based attempt failed; applying its deliveries one at a time"
+        );
+        self.tx
+            .batch_execute("ROLLBACK TO SAVEPOINT delivery; RELEASE SAVEPOINT delivery")?;
+        self.in_savepoint = false;
+        for at in new {
+            outcomes[at] = self.deliver_claimed(&run[at])?;
+        }
+        Ok(outcomes)
+    }
+
+    /// Takes the delivery's claim: made by the batch's claim, or made again
+    /// if a failed copy earlier in the batch gave it back. `false`: a
+    /// duplicate.
+    fn take_claim(&mut self, delivery: &Delivery<'_>) -> Result<bool, StorageError> {
         let consumer = delivery.handler.consumer();
         let id = delivery.message.id.as_str();
         let key = (consumer.to_owned(), id.to_owned());
@@ -238,14 +292,25 @@ impl<'a, 'c> BatchTx<'a, 'c> {
         };
         if !claimed {
             tracing::debug!(consumer, message_id = id, "duplicate delivery skipped");
-            return Ok(Outcome::Duplicate);
         }
+        Ok(claimed)
+    }
+
+    /// Opens the savepoint of the next delivery (or run), releasing the
+    /// last one's in the same round trip.
+    fn savepoint(&mut self) -> Result<(), StorageError> {
         self.tx.batch_execute(if self.in_savepoint {
             "RELEASE SAVEPOINT delivery; SAVEPOINT delivery"
         } else {
             "SAVEPOINT delivery"
         })?;
         self.in_savepoint = true;
+        Ok(())
+    }
+
+    /// Applies a claimed delivery under its own savepoint.
+    fn deliver_claimed(&mut self, delivery: &Delivery<'_>) -> Result<Outcome, StorageError> {
+        self.savepoint()?;
         if self.policy.gave_up_on(delivery.delivered) {
             return poison::park(self.tx, &self.statements.poison, delivery, self.received_at);
         }
@@ -267,9 +332,10 @@ impl<'a, 'c> BatchTx<'a, 'c> {
             // Failed: the claim is given back, so that a redelivery (or a
             // later copy in this batch) applies it.
             Failure::Failed(reason) => {
+                let (consumer, id) = (delivery.handler.consumer(), delivery.message.id.as_str());
                 self.tx
                     .execute(&self.statements.give_back, &[&consumer, &id])?;
-                self.given_back.insert(key);
+                self.given_back.insert((consumer.to_owned(), id.to_owned()));
                 poison::record_failure(
                     self.tx,
                     poison,

@@ -13,6 +13,7 @@ use crate::inbox::StorageError;
 /// The statements deliveries run, prepared on one connection.
 pub struct TableStatements {
     debit: Statement,
+    debit_all: Statement,
     queue_notification: Statement,
     lock_payment: Statement,
     refunded: Statement,
@@ -31,6 +32,23 @@ impl TableStatements {
                  INSERT INTO debits (payment_id, account, amount)
                  SELECT $1, id, $3 FROM debited
                  RETURNING 1",
+            )?,
+            // A batch's debits: each account lowered once by the sum of its
+            // debits, a ledger row for each debit whose account exists.
+            debit_all: client.prepare(
+                "WITH batch AS (
+                     SELECT * FROM unnest($1::text[], $2::bigint[], $3::bigint[])
+                         AS batch (payment_id, account, amount)
+                 ), debited AS (
+                     UPDATE accounts SET balance = balance - total.amount
+                     FROM (SELECT account, sum(amount)::bigint AS amount
+                           FROM batch GROUP BY account) AS total
+                     WHERE accounts.id = total.account
+                     RETURNING accounts.id
+                 )
+                 INSERT INTO debits (payment_id, account, amount)
+                 SELECT batch.payment_id, batch.account, batch.amount
+                 FROM batch JOIN debited ON debited.id = batch.account",
             )?,
             queue_notification: client.prepare(
                 "INSERT INTO notifications (event_id, channel, account, body)
@@ -76,6 +94,17 @@ impl<C: GenericClient> Ledger for PgTables<'_, C> {
             &[&debit.payment_id, &debit.account, &debit.amount],
         )?;
         Ok(recorded.is_some())
+    }
+
+    fn debit_all(&mut self, debits: &[Debited]) -> Result<usize, StorageError> {
+        let payments: Vec<&str> = debits.iter().map(|d| d.payment_id.as_str()).collect();
+        let accounts: Vec<i64> = debits.iter().map(|d| d.account).collect();
+        let amounts: Vec<i64> = debits.iter().map(|d| d.amount).collect();
+        let recorded = self.client.execute(
+            &self.statements.debit_all,
+            &[&payments, &accounts, &amounts],
+        )?;
+        Ok(usize::try_from(recorded).unwrap_or(usize::MAX))
     }
 
     fn open_account(&mut self, account: i64, balance: i64) -> Result<(), StorageError> {

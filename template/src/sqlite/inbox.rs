@@ -16,8 +16,8 @@ use super::poison;
 use super::tables::SqliteTables;
 use crate::handler::Handler;
 use crate::inbox::{
-    DeadLetter, DeadLetters, Delivery, Failure, Inbox, Outcome, Policy, StorageError, StorageFault,
-    run_handler, unix_millis,
+    DeadLetter, DeadLetters, Delivery, Failure, Inbox, Outcome, Policy, Step, StorageError,
+    StorageFault, run_handler, run_set_based, steps, unix_millis,
 };
 use crate::message::Message;
 
@@ -41,21 +41,63 @@ impl SqliteInbox {
 
 impl Inbox for SqliteInbox {
     fn deliver_batch(&mut self, batch: &[Delivery<'_>]) -> Result<Vec<Outcome>, StorageError> {
+        match self.try_batch(batch, steps(batch, self.policy))? {
+            Some(outcomes) => Ok(outcomes),
+            // A set-based attempt's error ended the whole transaction (see
+            // `deliver_together`): the batch again, one delivery at a time,
+            // where such an error is dealt with delivery by delivery.
+            None => {
+                let alone = (0..batch.len()).map(Step::Alone).collect();
+                Ok(self
+                    .try_batch(batch, alone)?
+                    .expect("one at a time never asks for another try"))
+            }
+        }
+    }
+}
+
+impl SqliteInbox {
+    /// The batch in one transaction, step by step; `None` if a set-based
+    /// attempt ended the transaction (nothing of it committed).
+    fn try_batch(
+        &mut self,
+        batch: &[Delivery<'_>],
+        steps: Vec<Step>,
+    ) -> Result<Option<Vec<Outcome>>, StorageError> {
         let received_at = unix_millis(SystemTime::now());
         let tx = self
             .db
             .transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let outcomes = {
+        let mut outcomes = Vec::with_capacity(batch.len());
+        {
             let mut statements = Statements::prepare(&tx)?;
-            batch
-                .iter()
-                .map(|delivery| {
-                    deliver_one(&tx, &mut statements, delivery, received_at, self.policy)
-                })
-                .collect::<Result<Vec<_>, _>>()?
-        };
+            for step in steps {
+                match step {
+                    Step::Alone(at) => outcomes.push(deliver_one(
+                        &tx,
+                        &mut statements,
+                        &batch[at],
+                        received_at,
+                        self.policy,
+                    )?),
+                    Step::Together(run) => {
+                        let Some(applied) = deliver_together(
+                            &tx,
+                            &mut statements,
+                            &batch[run],
+                            received_at,
+                            self.policy,
+                        )?
+                        else {
+                            return Ok(None);
+                        };
+                        outcomes.extend(applied);
+                    }
+                }
+            }
+        }
         tx.commit()?;
-        Ok(outcomes)
+        Ok(Some(outcomes))
     }
 }
 
@@ -161,6 +203,56 @@ fn deliver_one(
     statements.rollback_to.execute([])?;
     statements.release.execute([])?;
     settle_failure(db, delivery, &failure, received_at, policy)
+}
+
+/// A run of deliveries to one handler through its set-based path, under
+/// one savepoint with their inbox rows; if that fails, all of it is rolled
+/// back and each is delivered alone, so that only the failing ones fail.
+/// `None`: the failure ended the whole transaction.
+fn deliver_together(
+    db: &Connection,
+    statements: &mut Statements<'_>,
+    run: &[Delivery<'_>],
+    received_at: i64,
+    policy: Policy,
+) -> Result<Option<Vec<Outcome>>, StorageError> {
+    let Some(set_based) = run.first().and_then(|first| first.handler.set_based()) else {
+        return Ok(Some(Vec::new()));
+    };
+    statements.savepoint.execute([])?;
+    let mut outcomes = Vec::with_capacity(run.len());
+    let mut new = Vec::new();
+    for delivery in run {
+        let (consumer, id) = (delivery.handler.consumer(), delivery.message.id.as_str());
+        if record(&mut statements.record, consumer, id, received_at)? {
+            new.push(delivery.message);
+            outcomes.push(Outcome::Applied);
+        } else {
+            tracing::debug!(consumer, message_id = id, "duplicate delivery skipped");
+            outcomes.push(Outcome::Duplicate);
+        }
+    }
+    let failure = match run_set_based(set_based, &new, &mut SqliteTables::new(db))? {
+        Ok(()) => {
+            statements.release.execute([])?;
+            return Ok(Some(outcomes));
+        }
+        Err(failure) => failure,
+    };
+    if db.is_autocommit() {
+        return Ok(None);
+    }
+    tracing::debug!(
+        ?failure,
+        deliveries = new.len(),
+        "set-based attempt failed; applying its deliveries one at a time"
+    );
+    statements.rollback_to.execute([])?;
+    statements.release.execute([])?;
+    run.iter()
+        .map(|delivery| deliver_one(db, statements, delivery, received_at, policy))
+        .collect::<Result<_, _>>()
+        .map(Some)
 }
 
 /// Records what a failed delivery means, once its writes are rolled back:

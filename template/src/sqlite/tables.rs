@@ -36,6 +36,16 @@ impl Ledger for SqliteTables<'_> {
         Ok(true)
     }
 
+    /// One debit after another: in-process SQLite has no round trips to
+    /// save, and these statements are cached.
+    fn debit_all(&mut self, debits: &[Debited]) -> Result<usize, StorageError> {
+        let mut recorded = 0;
+        for debit in debits {
+            recorded += usize::from(self.debit(debit)?);
+        }
+        Ok(recorded)
+    }
+
     fn open_account(&mut self, account: i64, balance: i64) -> Result<(), StorageError> {
         self.db.execute(
             "INSERT INTO accounts (id, balance) VALUES (?1, ?2)

@@ -24,7 +24,8 @@ use {{crate_name}}::message::Message;
 use crate::support::broken::{MintedId, NoInbox, RecordFirst};
 use crate::support::database::traps::keyed_by_message_id;
 use crate::support::harness::{
-    AlwaysFail, Expected, InboxUnderTest, RealInbox, Subject, fixture_for, inbox_rows, state_of,
+    AlwaysFail, Expected, InboxUnderTest, Path, RealInbox, Subject, fixture_for, inbox_rows,
+    state_of,
 };
 use crate::support::subjects::{DebitSubject, NotifySubject, payments};
 
@@ -62,6 +63,7 @@ fn schedules() -> impl Strategy<Value = Vec<Step>> {
 const REAL: RealInbox = RealInbox {
     batch_size: usize::MAX,
     max_attempts: u32::MAX,
+    path: Path::SetBased,
 };
 
 /// Plays `schedule` through `inbox` and checks the model after every step,
@@ -171,6 +173,7 @@ proptest! {
     #[test]
     fn generated_schedules_end_in_the_once_only_state(schedule in schedules()) {
         check(&REAL, &schedule)?;
+        check(&REAL.falling_back(), &schedule)?;
     }
 }
 

@@ -27,7 +27,8 @@ mod scenarios;
 pub use env::{Prng, env_number, now_millis, stress_messages, stress_workers};
 pub use faults::{AlwaysFail, FailFirstAttempt, FailFor};
 pub use inboxes::{
-    DeadLettersUnderTest, InboxUnderTest, InboxWithLetters, RealDeadLetters, RealInbox,
+    DeadLettersUnderTest, InboxUnderTest, InboxWithLetters, OnPath, Path, RealDeadLetters,
+    RealInbox,
 };
 pub use judge::{Expected, Observed, Play, Violation, distinct};
 pub use scenarios::*;

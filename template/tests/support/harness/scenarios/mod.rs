@@ -207,8 +207,10 @@ pub fn required_scenarios<S: Subject>(subject: &S) -> Vec<Violation> {
         violations.extend(conflicts_retried(subject, &inbox).err());
         violations.extend(rules_across_messages(subject, &inbox).err());
     }
-    violations.extend(dead_letters(subject, &RealDeadLetters).err());
-    violations.extend(crash_loop(subject, &RealDeadLetters).err());
-    violations.extend(refused_after_a_failure(subject, &RealDeadLetters).err());
+    for inbox in RealDeadLetters::ALL {
+        violations.extend(dead_letters(subject, &inbox).err());
+        violations.extend(crash_loop(subject, &inbox).err());
+        violations.extend(refused_after_a_failure(subject, &inbox).err());
+    }
     violations
 }
