@@ -201,6 +201,30 @@ fn a_batch_without_savepoints_is_caught_by_a_failing_statement() {
     }
 }
 
+#[test]
+fn set_based_runs_whose_failure_is_handled_wrong_are_caught_by_redelivery() {
+    let broken: [&dyn InboxUnderTest; 2] = [&NoFallback, &FallbackKeepsTheAttempt];
+    for inbox in broken {
+        run_twice(&debit(), inbox, 50).expect("without failures a run applies once");
+        caught(
+            redeliver_after_failure(&debit(), inbox, 10, |n| n == 3),
+            &inbox.name(),
+        );
+    }
+}
+
+#[test]
+fn a_set_based_path_that_drops_what_it_cannot_apply_is_caught() {
+    let subject = DebitSubject {
+        handler: Arc::new(SkipsWhatItCannotApply),
+    };
+    run_twice(&subject, &RealInbox::BATCHED, 50).expect("with every account there it applies");
+    caught(
+        cannot_apply(&subject, &RealInbox::BATCHED),
+        "a set-based path that drops what it cannot apply",
+    );
+}
+
 fn refund(handler: impl Handler + 'static) -> RefundSubject {
     RefundSubject {
         handler: Arc::new(handler),

@@ -4,7 +4,7 @@
 //! inboxes in `broken.rs` combine its steps, so that each broken design is
 //! written once and tried on every database.
 
-use {{crate_name}}::handler::{Handler, HandlerError};
+use {{crate_name}}::handler::{Handler, HandlerError, SetBased};
 use {{crate_name}}::inbox::{DeadLetter, StorageError};
 use {{crate_name}}::message::Message;
 
@@ -22,6 +22,16 @@ pub trait Raw: Send {
     fn record(&mut self, consumer: &str, id: &str, received_at: i64) -> Result<bool, StorageError>;
     /// Runs the handler on the tables, in whatever transaction is open.
     fn apply(&mut self, handler: &dyn Handler, message: &Message) -> Result<(), HandlerError>;
+    /// Runs a handler's set-based path on the tables, in whatever
+    /// transaction is open.
+    fn apply_all(
+        &mut self,
+        set_based: &dyn SetBased,
+        messages: &[&Message],
+    ) -> Result<(), HandlerError>;
+    /// Runs statements that take no parameters and return no rows
+    /// (`SAVEPOINT s`, `ROLLBACK TO SAVEPOINT s`).
+    fn run(&mut self, sql: &str) -> Result<(), StorageError>;
     /// Adds one failed attempt, failed at `at`, to the count of (consumer,
     /// id); returns the count.
     fn count_failure(

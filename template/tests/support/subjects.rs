@@ -32,6 +32,8 @@ pub const ACCOUNT: i64 = 1;
 pub const OPENING_BALANCE: i64 = 1_000;
 /// What each payment takes.
 pub const AMOUNT: i64 = 10;
+/// An account no scenario opens.
+pub const NEVER_OPENED: i64 = 999_999;
 
 /// A payment of [`AMOUNT`] from [`ACCOUNT`] under `id`.
 pub fn payment(id: MessageId) -> Message {
@@ -101,6 +103,17 @@ impl Subject for DebitSubject {
 
     fn fact(&self, id: MessageId, _n: usize) -> Message {
         payment(id)
+    }
+
+    /// A payment from an account that was never opened.
+    fn cannot_apply(&self, id: MessageId) -> Option<Message> {
+        Some(Message {
+            id,
+            event: Event::PaymentCaptured(PaymentCaptured {
+                account: NEVER_OPENED,
+                amount: AMOUNT,
+            }),
+        })
     }
 
     /// The same payment with another amount (same account, which exists:

@@ -4,8 +4,8 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use {{crate_name}}::event::{Event, PaymentRefunded};
-use {{crate_name}}::handler::{Handler, HandlerError, Refused};
-use {{crate_name}}::handlers::{Debit, Refund, Refunded, Tables};
+use {{crate_name}}::handler::{Handler, HandlerError, Refused, SetBased};
+use {{crate_name}}::handlers::{Debit, Debited, Refund, Refunded, Tables};
 use {{crate_name}}::message::Message;
 
 /// A handler that does nothing and succeeds. Every duplicate test passes
@@ -242,5 +242,49 @@ impl Handler for NamedDebit {
     }
     fn apply(&self, tables: &mut dyn Tables, message: &Message) -> Result<(), HandlerError> {
         self.0.apply(tables, message)
+    }
+}
+
+/// The real debit, except that its set-based path trusts the statement:
+/// payments whose account does not exist are dropped by the join and the
+/// run is reported applied. Caught by the cannot-apply scenario: the
+/// payment from an account never opened counts as applied, with an inbox
+/// row and no debit.
+pub struct SkipsWhatItCannotApply;
+
+impl Handler for SkipsWhatItCannotApply {
+    fn consumer(&self) -> &'static str {
+        Debit.consumer()
+    }
+    fn subscribes_to(&self, event: &Event) -> bool {
+        Debit.subscribes_to(event)
+    }
+    fn apply(&self, tables: &mut dyn Tables, message: &Message) -> Result<(), HandlerError> {
+        Debit.apply(tables, message)
+    }
+    fn set_based(&self) -> Option<&dyn SetBased> {
+        Some(self)
+    }
+}
+
+impl SetBased for SkipsWhatItCannotApply {
+    fn apply_all(
+        &self,
+        tables: &mut dyn Tables,
+        messages: &[&Message],
+    ) -> Result<(), HandlerError> {
+        let debits: Vec<Debited> = messages
+            .iter()
+            .filter_map(|message| {
+                let payment = message.event.payment_captured()?;
+                Some(Debited {
+                    payment_id: message.id.as_str().to_owned(),
+                    account: payment.account,
+                    amount: payment.amount,
+                })
+            })
+            .collect();
+        tables.debit_all(&debits)?;
+        Ok(())
     }
 }

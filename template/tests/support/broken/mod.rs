@@ -11,9 +11,11 @@
 //! * `letters`: dead letters and redrive;
 //! * `faults`: database faults and handler statements that fail;
 //! * `handlers`: handlers that do the wrong thing;
+//! * `batches`: set-based runs whose failure is handled wrong;
 //! * `pipeline`: settling too early, routing by anything but the key;
 //! * `purges`: retention that deletes too much.
 
+mod batches;
 mod faults;
 mod handlers;
 mod ids;
@@ -22,6 +24,7 @@ mod letters;
 mod pipeline;
 mod purges;
 
+pub use batches::*;
 pub use faults::*;
 pub use handlers::*;
 pub use ids::*;

@@ -4,7 +4,7 @@ use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 
 use {{crate_name}}::event::Event;
-use {{crate_name}}::handler::{Handler, HandlerError};
+use {{crate_name}}::handler::{Handler, HandlerError, SetBased};
 use {{crate_name}}::handlers::Tables;
 use {{crate_name}}::message::Message;
 
@@ -48,6 +48,38 @@ impl Handler for FailFirstAttempt {
         }
         Ok(())
     }
+    fn set_based(&self) -> Option<&dyn SetBased> {
+        self.inner.set_based().map(|_| self as &dyn SetBased)
+    }
+}
+
+/// A run that holds a chosen message not failed yet fails after its
+/// writes; the first attempt that counts is the one made alone.
+impl SetBased for FailFirstAttempt {
+    fn apply_all(
+        &self,
+        tables: &mut dyn Tables,
+        messages: &[&Message],
+    ) -> Result<(), HandlerError> {
+        apply_all_of(self.inner.as_ref(), tables, messages)?;
+        let pending = self.not_yet_failed.lock().unwrap();
+        match messages.iter().find(|m| pending.contains(m.id.as_str())) {
+            Some(message) => {
+                Err(format!("injected failure in a run holding {}", message.id).into())
+            }
+            None => Ok(()),
+        }
+    }
+}
+
+/// The set-based path of `handler`, which has one.
+fn apply_all_of(
+    handler: &dyn Handler,
+    tables: &mut dyn Tables,
+    messages: &[&Message],
+) -> Result<(), HandlerError> {
+    let set_based = handler.set_based().expect("only asked when it has one");
+    set_based.apply_all(tables, messages)
 }
 
 /// Wraps a handler so that every attempt fails after the real handler has
@@ -68,6 +100,20 @@ impl Handler for AlwaysFail {
             message.id
         )
         .into())
+    }
+    fn set_based(&self) -> Option<&dyn SetBased> {
+        self.0.set_based().map(|_| self as &dyn SetBased)
+    }
+}
+
+impl SetBased for AlwaysFail {
+    fn apply_all(
+        &self,
+        tables: &mut dyn Tables,
+        messages: &[&Message],
+    ) -> Result<(), HandlerError> {
+        apply_all_of(self.0.as_ref(), tables, messages)?;
+        Err("injected failure after the business updates of a run".into())
     }
 }
 
@@ -115,5 +161,28 @@ impl Handler for FailFor {
             return Err(format!("injected: {} always fails", message.id).into());
         }
         Ok(())
+    }
+    fn set_based(&self) -> Option<&dyn SetBased> {
+        self.inner.set_based().map(|_| self as &dyn SetBased)
+    }
+}
+
+/// A run that holds a chosen message fails, after its writes or before.
+impl SetBased for FailFor {
+    fn apply_all(
+        &self,
+        tables: &mut dyn Tables,
+        messages: &[&Message],
+    ) -> Result<(), HandlerError> {
+        let chosen = messages
+            .iter()
+            .find(|message| self.ids.contains(message.id.as_str()));
+        if !(chosen.is_some() && self.before) {
+            apply_all_of(self.inner.as_ref(), tables, messages)?;
+        }
+        match chosen {
+            Some(message) => Err(format!("injected: a run holding {} fails", message.id).into()),
+            None => Ok(()),
+        }
     }
 }

@@ -90,6 +90,13 @@ pub trait Subject: Sync {
     fn contended(&self, _round: usize) -> Vec<Message> {
         Vec::new()
     }
+    /// A fact its handler cannot apply for now and must fail on (a payment
+    /// from an account never opened), sent under `id`, for the
+    /// cannot-apply scenario. None by default: a handler that fails only
+    /// when something else fails.
+    fn cannot_apply(&self, _id: MessageId) -> Option<Message> {
+        None
+    }
 }
 
 /// What a subject's model says `messages` must give.

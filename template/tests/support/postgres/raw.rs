@@ -3,7 +3,7 @@
 use postgres::Client;
 
 use {{crate_name}}::database::{PgTables, TableStatements};
-use {{crate_name}}::handler::{Handler, HandlerError};
+use {{crate_name}}::handler::{Handler, HandlerError, SetBased};
 use {{crate_name}}::inbox::{DeadLetter, StorageError};
 use {{crate_name}}::message::Message;
 
@@ -64,6 +64,21 @@ impl Raw for PgRaw {
             &mut PgTables::new(&mut self.client, &self.statements),
             message,
         )
+    }
+
+    fn apply_all(
+        &mut self,
+        set_based: &dyn SetBased,
+        messages: &[&Message],
+    ) -> Result<(), HandlerError> {
+        set_based.apply_all(
+            &mut PgTables::new(&mut self.client, &self.statements),
+            messages,
+        )
+    }
+
+    fn run(&mut self, sql: &str) -> Result<(), StorageError> {
+        Ok(self.client.batch_execute(sql)?)
     }
 
     fn count_failure(

@@ -3,7 +3,7 @@
 use rusqlite::{Connection, ErrorCode, OptionalExtension, params};
 
 use {{crate_name}}::database::SqliteTables;
-use {{crate_name}}::handler::{Handler, HandlerError};
+use {{crate_name}}::handler::{Handler, HandlerError, SetBased};
 use {{crate_name}}::inbox::{DeadLetter, StorageError};
 use {{crate_name}}::message::Message;
 
@@ -62,6 +62,18 @@ impl Raw for SqliteRaw {
 
     fn apply(&mut self, handler: &dyn Handler, message: &Message) -> Result<(), HandlerError> {
         handler.apply(&mut SqliteTables::new(&self.db), message)
+    }
+
+    fn apply_all(
+        &mut self,
+        set_based: &dyn SetBased,
+        messages: &[&Message],
+    ) -> Result<(), HandlerError> {
+        set_based.apply_all(&mut SqliteTables::new(&self.db), messages)
+    }
+
+    fn run(&mut self, sql: &str) -> Result<(), StorageError> {
+        Ok(self.db.execute_batch(sql)?)
     }
 
     fn count_failure(

@@ -5,6 +5,7 @@
 //! says what went wrong.
 
 mod business_key;
+mod cannot_apply;
 mod commit;
 mod consumers;
 mod ids;
@@ -21,6 +22,7 @@ mod storage;
 mod twice;
 
 pub use business_key::*;
+pub use cannot_apply::*;
 pub use commit::*;
 pub use consumers::*;
 pub use ids::*;
@@ -206,6 +208,7 @@ pub fn required_scenarios<S: Subject>(subject: &S) -> Vec<Violation> {
         violations.extend(claim_refused(subject, &inbox, 10).err());
         violations.extend(conflicts_retried(subject, &inbox).err());
         violations.extend(rules_across_messages(subject, &inbox).err());
+        violations.extend(cannot_apply(subject, &inbox).err());
     }
     for inbox in RealDeadLetters::ALL {
         violations.extend(dead_letters(subject, &inbox).err());
