@@ -2,8 +2,9 @@
 //! measured in the same run on the same machine, printed as Markdown tables.
 //!
 //! * `run` throughput on a generated JSON-lines input with 30% duplicates,
-//!   for several worker counts, one transaction per delivery and batched
-//!   (median of three runs each);
+//!   for several worker counts, one transaction per delivery and batched,
+//!   batches applied one delivery at a time and through the debit's
+//!   set-based path (median of three runs each);
 //! * the same pipeline with no inbox (the bare business update), so the
 //!   inbox's cost is a ratio;
 //! * the database's raw limit: inbox rows inserted the fastest plain way;
@@ -33,8 +34,11 @@ use std::time::{Duration, Instant};
 
 use indicatif::ProgressBar;
 
-use {{crate_name}}::handlers::Debit;
+use {{crate_name}}::event::Event;
+use {{crate_name}}::handler::{Handler, HandlerError};
+use {{crate_name}}::handlers::{Debit, Tables};
 use {{crate_name}}::inbox::{Delivery, Inbox, Outcome, Policy, StorageError};
+use {{crate_name}}::message::Message;
 use {{crate_name}}::pipeline::{self, Options, Summary};
 use {{crate_name}}::relay::lines::LinesSink;
 use {{crate_name}}::source::lines::{LinesSource, Rejects};
@@ -139,9 +143,26 @@ impl Inbox for BareUpdate {
     }
 }
 
+/// The debit consumer without its set-based path: every delivery applied
+/// alone, as a handler without one is.
+struct OneAtATime;
+
+impl Handler for OneAtATime {
+    fn consumer(&self) -> &'static str {
+        Debit.consumer()
+    }
+    fn subscribes_to(&self, event: &Event) -> bool {
+        Debit.subscribes_to(event)
+    }
+    fn apply(&self, tables: &mut dyn Tables, message: &Message) -> Result<(), HandlerError> {
+        Debit.apply(tables, message)
+    }
+}
+
 fn run_pipeline<I: Inbox + 'static>(
     input: &Path,
     options: Options,
+    handler: Arc<dyn Handler>,
     open: impl Fn() -> Result<I, StorageError> + Send + Sync + 'static,
 ) -> (Summary, Duration) {
     let runtime = tokio::runtime::Runtime::new().expect("runtime");
@@ -155,7 +176,7 @@ fn run_pipeline<I: Inbox + 'static>(
     let summary = runtime
         .block_on(pipeline::run(
             Box::new(source),
-            vec![Arc::new(Debit)],
+            vec![handler],
             open,
             options,
         ))
@@ -171,9 +192,20 @@ fn throughput_table(input: &Path, deliveries: usize, raw: f64) {
     );
     println!("|---|---|---|---|---|---|");
     let batched = Options::default().batch_size;
-    for (mode, batch_size) in [
-        ("one per delivery".to_owned(), 1),
-        (format!("batched ({batched})"), batched),
+    let set_based: Arc<dyn Handler> = Arc::new(Debit);
+    let alone: Arc<dyn Handler> = Arc::new(OneAtATime);
+    for (mode, batch_size, handler) in [
+        ("one per delivery".to_owned(), 1, &set_based),
+        (
+            format!("batched ({batched}), one delivery at a time"),
+            batched,
+            &alone,
+        ),
+        (
+            format!("batched ({batched}), set-based"),
+            batched,
+            &set_based,
+        ),
     ] {
         for workers in bench::WORKERS {
             let options = Options {
@@ -189,9 +221,10 @@ fn throughput_table(input: &Path, deliveries: usize, raw: f64) {
                 for _ in 0..REPEATS {
                     let fixture = fresh_fixture();
                     let database = (configuration.open)(&fixture);
-                    let (summary, took) = run_pipeline(input, options.clone(), move || {
-                        database.inbox(Policy::default())
-                    });
+                    let (summary, took) =
+                        run_pipeline(input, options.clone(), handler.clone(), move || {
+                            database.inbox(Policy::default())
+                        });
                     assert_eq!(summary.failed + summary.rejected, 0, "{summary}");
                     inbox_rates.push(deliveries as f64 / took.as_secs_f64());
 
@@ -200,7 +233,9 @@ fn throughput_table(input: &Path, deliveries: usize, raw: f64) {
                     let bare = Arc::new(fresh_fixture());
                     let shared = bare.clone();
                     let (_, took) =
-                        run_pipeline(input, options.clone(), move || Ok(BareUpdate(shared.raw())));
+                        run_pipeline(input, options.clone(), alone.clone(), move || {
+                            Ok(BareUpdate(shared.raw()))
+                        });
                     bare_rates.push(deliveries as f64 / took.as_secs_f64());
                 }
                 let (inbox_rate, bare_rate) = (median(inbox_rates), median(bare_rates));
