@@ -11,7 +11,7 @@
 //! even if its payload changed.
 
 use crate::event::{Event, NotSubscribed};
-use crate::handler::{Handler, HandlerError};
+use crate::handler::{Handler, HandlerError, SetBased};
 use crate::handlers::Tables;
 use crate::inbox::StorageError;
 use crate::message::Message;
@@ -36,6 +36,11 @@ pub trait Outbox {
     /// Adds a notification to send (unique by event and channel).
     fn queue_notification(&mut self, notification: &Notification) -> Result<(), StorageError>;
 
+    /// Adds every notification, in as few statements as the database
+    /// allows; one already there is a constraint error, as in
+    /// [`Outbox::queue_notification`], and nothing is added.
+    fn queue_all(&mut self, notifications: &[Notification]) -> Result<(), StorageError>;
+
     /// Every notification, by event and channel.
     fn notifications(&mut self) -> Result<Vec<Notification>, StorageError>;
 }
@@ -50,18 +55,47 @@ impl Handler for Notify {
     }
 
     fn apply(&self, tables: &mut dyn Tables, message: &Message) -> Result<(), HandlerError> {
-        let payment = message
-            .event
-            .payment_captured()
-            .ok_or_else(|| NotSubscribed::from(&message.event))?;
-        for channel in CHANNELS {
-            tables.queue_notification(&Notification {
-                event_id: message.id.as_str().to_owned(),
-                channel: channel.to_owned(),
-                account: payment.account,
-                body: format!("Payment of {} captured", payment.amount),
-            })?;
+        for notification in notifications_of(message)? {
+            tables.queue_notification(&notification)?;
         }
         Ok(())
     }
+
+    fn set_based(&self) -> Option<&dyn SetBased> {
+        Some(self)
+    }
+}
+
+/// A run's notifications in one statement (on PostgreSQL).
+impl SetBased for Notify {
+    fn apply_all(
+        &self,
+        tables: &mut dyn Tables,
+        messages: &[&Message],
+    ) -> Result<(), HandlerError> {
+        let mut notifications = Vec::with_capacity(messages.len() * CHANNELS.len());
+        for message in messages {
+            notifications.extend(notifications_of(message)?);
+        }
+        tables.queue_all(&notifications)?;
+        Ok(())
+    }
+}
+
+/// The notifications a `payment.captured` message asks for, one per
+/// channel.
+fn notifications_of(message: &Message) -> Result<Vec<Notification>, NotSubscribed> {
+    let payment = message
+        .event
+        .payment_captured()
+        .ok_or_else(|| NotSubscribed::from(&message.event))?;
+    Ok(CHANNELS
+        .iter()
+        .map(|channel| Notification {
+            event_id: message.id.as_str().to_owned(),
+            channel: (*channel).to_owned(),
+            account: payment.account,
+            body: format!("Payment of {} captured", payment.amount),
+        })
+        .collect())
 }

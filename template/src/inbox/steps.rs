@@ -74,7 +74,7 @@ mod tests {
 
     use super::*;
     use crate::event::{Event, PaymentCaptured};
-    use crate::handlers::{Debit, Notify};
+    use crate::handlers::{Debit, Refund};
     use crate::message::{Message, MessageId};
 
     fn message(id: &str) -> Message {
@@ -95,13 +95,13 @@ mod tests {
         let batch = [
             Delivery::new(&Debit, &a),
             Delivery::new(&Debit, &b),
-            Delivery::new(&Notify, &b),
+            Delivery::new(&Refund, &b),
             Delivery::new(&Debit, &c),
         ];
         assert_eq!(
             steps(&batch, POLICY),
             [Step::Together(0..2), Step::Alone(2), Step::Together(3..4)],
-            "notify has no set-based path, and the order is kept"
+            "refund has no set-based path, and the order is kept"
         );
     }
 

@@ -15,6 +15,7 @@ pub struct TableStatements {
     debit: Statement,
     debit_all: Statement,
     queue_notification: Statement,
+    queue_all: Statement,
     lock_payment: Statement,
     refunded: Statement,
     record_refund: Statement,
@@ -53,6 +54,10 @@ impl TableStatements {
             queue_notification: client.prepare(
                 "INSERT INTO notifications (event_id, channel, account, body)
                  VALUES ($1, $2, $3, $4)",
+            )?,
+            queue_all: client.prepare(
+                "INSERT INTO notifications (event_id, channel, account, body)
+                 SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::text[])",
             )?,
             lock_payment: client
                 .prepare("SELECT account, amount FROM debits WHERE payment_id = $1 FOR UPDATE")?,
@@ -148,6 +153,23 @@ impl<C: GenericClient> Outbox for PgTables<'_, C> {
                 &notification.channel,
                 &notification.account,
                 &notification.body,
+            ],
+        )?;
+        Ok(())
+    }
+
+    fn queue_all(&mut self, notifications: &[Notification]) -> Result<(), StorageError> {
+        let column = |get: fn(&Notification) -> &str| -> Vec<&str> {
+            notifications.iter().map(get).collect()
+        };
+        let accounts: Vec<i64> = notifications.iter().map(|n| n.account).collect();
+        self.client.execute(
+            &self.statements.queue_all,
+            &[
+                &column(|n| &n.event_id),
+                &column(|n| &n.channel),
+                &accounts,
+                &column(|n| &n.body),
             ],
         )?;
         Ok(())

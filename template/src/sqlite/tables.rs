@@ -94,6 +94,13 @@ impl Outbox for SqliteTables<'_> {
         Ok(())
     }
 
+    /// One after another: no round trips to save in-process.
+    fn queue_all(&mut self, notifications: &[Notification]) -> Result<(), StorageError> {
+        notifications
+            .iter()
+            .try_for_each(|notification| self.queue_notification(notification))
+    }
+
     fn notifications(&mut self) -> Result<Vec<Notification>, StorageError> {
         let mut statement = self.db.prepare(
             "SELECT event_id, channel, account, body FROM notifications
