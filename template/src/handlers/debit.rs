@@ -67,7 +67,7 @@ impl Handler for Debit {
     }
 
     fn apply(&self, tables: &mut dyn Tables, message: &Message) -> Result<(), HandlerError> {
-        let debit = debit_of(message)?;
+        let debit = Debited::asked_by(message)?;
         if !tables.debit(&debit)? {
             return Err(UnknownAccount(debit.account).into());
         }
@@ -91,7 +91,7 @@ impl SetBased for Debit {
     ) -> Result<(), HandlerError> {
         let debits = messages
             .iter()
-            .map(|message| debit_of(message))
+            .map(|message| Debited::asked_by(message))
             .collect::<Result<Vec<_>, _>>()?;
         let recorded = tables.debit_all(&debits)?;
         if recorded != debits.len() {
@@ -106,15 +106,17 @@ impl SetBased for Debit {
 #[error("{0} payments of the batch name an account that does not exist")]
 struct MissingAccounts(usize);
 
-/// The debit a `payment.captured` message asks for.
-fn debit_of(message: &Message) -> Result<Debited, NotSubscribed> {
-    let payment = message
-        .event
-        .payment_captured()
-        .ok_or_else(|| NotSubscribed::from(&message.event))?;
-    Ok(Debited {
-        payment_id: message.id.as_str().to_owned(),
-        account: payment.account,
-        amount: payment.amount,
-    })
+impl Debited {
+    /// The debit a `payment.captured` message asks for.
+    pub fn asked_by(message: &Message) -> Result<Self, NotSubscribed> {
+        let payment = message
+            .event
+            .payment_captured()
+            .ok_or_else(|| NotSubscribed::from(&message.event))?;
+        Ok(Self {
+            payment_id: message.id.as_str().to_owned(),
+            account: payment.account,
+            amount: payment.amount,
+        })
+    }
 }

@@ -275,14 +275,7 @@ impl SetBased for SkipsWhatItCannotApply {
     ) -> Result<(), HandlerError> {
         let debits: Vec<Debited> = messages
             .iter()
-            .filter_map(|message| {
-                let payment = message.event.payment_captured()?;
-                Some(Debited {
-                    payment_id: message.id.as_str().to_owned(),
-                    account: payment.account,
-                    amount: payment.amount,
-                })
-            })
+            .filter_map(|message| Debited::asked_by(message).ok())
             .collect();
         tables.debit_all(&debits)?;
         Ok(())
