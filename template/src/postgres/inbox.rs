@@ -1,6 +1,9 @@
 //! The inbox on PostgreSQL.
 //!
-//! Every batch is one transaction at READ COMMITTED. It starts by claiming
+//! Every batch is one transaction at READ COMMITTED, on a [`Pipelined`]
+//! connection: `BEGIN` goes out with the claim, each savepoint with the
+//! first statement of its delivery, so a delivery costs the round trips of
+//! its handler's statements and nothing more. It starts by claiming
 //! the inbox rows of all its deliveries with `INSERT ... ON CONFLICT DO
 //! NOTHING RETURNING`: the rows it returns are the new deliveries, the
 //! others are duplicates, and nothing aborts the transaction (a caught
@@ -18,11 +21,11 @@
 use std::collections::HashSet;
 use std::time::{Duration, SystemTime};
 
-use postgres::{Client, Statement, Transaction};
+use postgres::Statement;
 
-use super::Database;
 use super::poison::{self, PoisonStatements};
 use super::tables::{PgTables, TableStatements};
+use super::{Database, Exec, Pipelined};
 use crate::handler::Handler;
 use crate::inbox::{
     DeadLetter, DeadLetters, Delivery, Failure, Inbox, Outcome, Policy, Step, StorageError,
@@ -43,7 +46,7 @@ pub struct PgInbox {
 
 /// An open connection and the statements prepared on it.
 struct Connection {
-    client: Client,
+    client: Pipelined,
     statements: Statements,
 }
 
@@ -58,7 +61,7 @@ struct Statements {
 }
 
 impl Statements {
-    fn prepare(client: &mut Client) -> Result<Self, StorageError> {
+    fn prepare(client: &mut Pipelined) -> Result<Self, StorageError> {
         Ok(Self {
             claim_all: client.prepare(
                 "INSERT INTO inbox (consumer, message_id, received_at)
@@ -93,7 +96,7 @@ impl PgInbox {
 
     /// The connection, reopened if the server dropped it. The fault tests
     /// also use it to change this connection's settings.
-    pub fn client(&mut self) -> Result<&mut Client, StorageError> {
+    pub fn client(&mut self) -> Result<&mut Pipelined, StorageError> {
         Ok(&mut self.connection()?.client)
     }
 
@@ -103,27 +106,23 @@ impl PgInbox {
             .as_ref()
             .is_none_or(|connection| connection.client.is_closed())
         {
-            let mut client = self.database.connect()?;
+            let mut client = self.database.connect_pipelined()?;
             let statements = Statements::prepare(&mut client)?;
             self.connection = Some(Connection { client, statements });
         }
         Ok(self.connection.as_mut().expect("just opened"))
     }
 
+    /// The batch in one transaction, committed; rolled back on any error.
     fn try_batch(&mut self, batch: &[Delivery<'_>]) -> Result<Vec<Outcome>, StorageError> {
         let policy = self.policy;
         let Connection { client, statements } = self.connection()?;
-        let mut tx = client.transaction()?;
-        let mut work = BatchTx::claim(&mut tx, statements, batch, policy)?;
-        let mut outcomes = Vec::with_capacity(batch.len());
-        for step in steps(batch, policy) {
-            match step {
-                Step::Alone(at) => outcomes.push(work.deliver(&batch[at])?),
-                Step::Together(run) => outcomes.extend(work.deliver_together(&batch[run])?),
-            }
-        }
-        tx.commit()?;
-        Ok(outcomes)
+        client.begin();
+        let committed = BatchTx::claim(client, statements, batch, policy)
+            .and_then(|mut work| work.deliver_all(batch))
+            .and_then(|outcomes| Ok(client.commit().map(|()| outcomes)?));
+        client.rollback();
+        committed
     }
 }
 
@@ -160,20 +159,26 @@ impl DeadLetters for PgInbox {
         message: &Message,
     ) -> Result<Outcome, StorageError> {
         let Connection { client, statements } = self.connection()?;
-        let mut tx = client.transaction()?;
         let (consumer, id) = (handler.consumer(), message.id.as_str());
-        poison::forget(&mut tx, consumer, id)?;
         let delivery = [Delivery::new(handler, message)];
         let never_dead_letter = Policy {
             max_attempts: u32::MAX,
         };
-        let outcome = BatchTx::claim(&mut tx, statements, &delivery, never_dead_letter)?
-            .deliver(&delivery[0])?;
-        if outcome == Outcome::Applied {
-            poison::bury(&mut tx, consumer, id)?;
-            tx.commit()?;
-        }
-        Ok(outcome)
+        client.begin();
+        let mut redrive = || {
+            poison::forget(client, consumer, id)?;
+            let outcome = BatchTx::claim(client, statements, &delivery, never_dead_letter)?
+                .deliver(&delivery[0])?;
+            if outcome == Outcome::Applied {
+                poison::bury(client, consumer, id)?;
+                client.commit()?;
+            }
+            Ok(outcome)
+        };
+        let outcome = redrive();
+        // Ends the transaction unless it committed.
+        client.rollback();
+        outcome
     }
 }
 
@@ -184,10 +189,10 @@ impl DeadLetters for PgInbox {
 /// and a duplicate costs nothing more. A delivery whose handler fails rolls
 /// back to its savepoint and gives its claim back (deletes its inbox row),
 /// so that its redelivery applies it, and so does a later copy in the same
-/// batch. One delivery's savepoint is released together with the next one's
-/// creation: one round trip instead of two.
-struct BatchTx<'a, 'c> {
-    tx: &'a mut Transaction<'c>,
+/// batch. Savepoints, their releases and rollbacks are deferred: each goes
+/// out with the next statement.
+struct BatchTx<'a> {
+    tx: &'a mut Pipelined,
     statements: &'a Statements,
     received_at: i64,
     policy: Policy,
@@ -198,9 +203,9 @@ struct BatchTx<'a, 'c> {
     in_savepoint: bool,
 }
 
-impl<'a, 'c> BatchTx<'a, 'c> {
+impl<'a> BatchTx<'a> {
     fn claim(
-        tx: &'a mut Transaction<'c>,
+        tx: &'a mut Pipelined,
         statements: &'a Statements,
         batch: &[Delivery<'_>],
         policy: Policy,
@@ -222,6 +227,18 @@ impl<'a, 'c> BatchTx<'a, 'c> {
             given_back: HashSet::new(),
             in_savepoint: false,
         })
+    }
+
+    /// Every delivery of the batch, step by step (see [`steps`]).
+    fn deliver_all(&mut self, batch: &[Delivery<'_>]) -> Result<Vec<Outcome>, StorageError> {
+        let mut outcomes = Vec::with_capacity(batch.len());
+        for step in steps(batch, self.policy) {
+            match step {
+                Step::Alone(at) => outcomes.push(self.deliver(&batch[at])?),
+                Step::Together(run) => outcomes.extend(self.deliver_together(&batch[run])?),
+            }
+        }
+        Ok(outcomes)
     }
 
     fn deliver(&mut self, delivery: &Delivery<'_>) -> Result<Outcome, StorageError> {
@@ -252,7 +269,7 @@ impl<'a, 'c> BatchTx<'a, 'c> {
             return Ok(outcomes);
         }
         let messages: Vec<&Message> = new.iter().map(|&at| run[at].message).collect();
-        self.savepoint()?;
+        self.savepoint();
         let mut tables = PgTables::new(self.tx, &self.statements.tables);
         let failure = match run_set_based(set_based, &messages, &mut tables)? {
             Ok(()) => return Ok(outcomes),
@@ -263,9 +280,7 @@ impl<'a, 'c> BatchTx<'a, 'c> {
             deliveries = new.len(),
             "set-based attempt failed; applying its deliveries one at a time"
         );
-        self.tx
-            .batch_execute("ROLLBACK TO SAVEPOINT delivery; RELEASE SAVEPOINT delivery")?;
-        self.in_savepoint = false;
+        self.roll_back_savepoint();
         for at in new {
             outcomes[at] = self.deliver_claimed(&run[at])?;
         }
@@ -297,20 +312,26 @@ impl<'a, 'c> BatchTx<'a, 'c> {
     }
 
     /// Opens the savepoint of the next delivery (or run), releasing the
-    /// last one's in the same round trip.
-    fn savepoint(&mut self) -> Result<(), StorageError> {
-        self.tx.batch_execute(if self.in_savepoint {
+    /// last one's, with the next statement.
+    fn savepoint(&mut self) {
+        self.tx.defer(if self.in_savepoint {
             "RELEASE SAVEPOINT delivery; SAVEPOINT delivery"
         } else {
             "SAVEPOINT delivery"
-        })?;
+        });
         self.in_savepoint = true;
-        Ok(())
+    }
+
+    /// Undoes everything since the savepoint, with the next statement.
+    fn roll_back_savepoint(&mut self) {
+        self.tx
+            .defer("ROLLBACK TO SAVEPOINT delivery; RELEASE SAVEPOINT delivery");
+        self.in_savepoint = false;
     }
 
     /// Applies a claimed delivery under its own savepoint.
     fn deliver_claimed(&mut self, delivery: &Delivery<'_>) -> Result<Outcome, StorageError> {
-        self.savepoint()?;
+        self.savepoint();
         if self.policy.gave_up_on(delivery.delivered) {
             return poison::park(self.tx, &self.statements.poison, delivery, self.received_at);
         }
@@ -319,9 +340,7 @@ impl<'a, 'c> BatchTx<'a, 'c> {
             Ok(()) => return Ok(Outcome::Applied),
             Err(failure) => failure,
         };
-        self.tx
-            .batch_execute("ROLLBACK TO SAVEPOINT delivery; RELEASE SAVEPOINT delivery")?;
-        self.in_savepoint = false;
+        self.roll_back_savepoint();
         let poison = &self.statements.poison;
         match failure {
             // Refused: dead-lettered at once; its claim stays, so that

@@ -3,10 +3,12 @@
 //!
 //! [`Database`] is cheap to share; each worker opens its own connection
 //! with [`Store::inbox`] and keeps it for the whole run (a pool would add
-//! nothing: a worker never gives its connection back). The client is the
-//! synchronous `postgres` crate, on the workers' own threads, so handlers
-//! stay plain functions on every database (see `BENCHMARKS.md` for the
-//! measurement behind that choice). Every table lives in one schema
+//! nothing: a worker never gives its connection back). Handlers stay plain
+//! synchronous functions on the workers' own threads, as on every
+//! database: one-off work uses the synchronous `postgres` crate, and the
+//! inbox's connection ([`Pipelined`], over tokio-postgres) sends the
+//! statements whose answer nobody waits for along with the next one. Every
+//! table lives in one schema
 //! (`--schema`, default `public`), so several consumers, or tests, can share
 //! a server without seeing each other.
 //!
@@ -17,6 +19,7 @@
 mod errors;
 mod inbox;
 mod options;
+mod pipelined;
 mod poison;
 mod relay;
 mod retention;
@@ -24,6 +27,7 @@ mod tables;
 
 pub use inbox::{CONFLICT_RETRIES, PgInbox};
 pub use options::DatabaseOptions;
+pub use pipelined::{Exec, Pipelined};
 pub use relay::PgQueue;
 pub use tables::{PgTables, TableStatements};
 
@@ -127,19 +131,35 @@ impl Database {
 
     /// A new connection whose `search_path` is the schema.
     pub fn connect(&self) -> Result<Client, StorageError> {
-        let config: postgres::Config = self.url.parse().map_err(|_| {
+        let mut client = postgres::Config::from(self.config()?).connect(NoTls)?;
+        self.use_schema(&mut client)?;
+        Ok(client)
+    }
+
+    /// A new pipelined connection (the inbox's) whose `search_path` is the
+    /// schema.
+    pub fn connect_pipelined(&self) -> Result<Pipelined, StorageError> {
+        let mut connection = Pipelined::connect(&self.config()?)?;
+        self.use_schema(&mut connection)?;
+        Ok(connection)
+    }
+
+    fn config(&self) -> Result<tokio_postgres::Config, StorageError> {
+        self.url.parse().map_err(|_| {
             // The parser's message may quote the string, password included.
             StorageError::new(
                 StorageFault::Other,
                 "DATABASE_URL is not a valid PostgreSQL connection string",
             )
-        })?;
-        let mut client = config.connect(NoTls)?;
-        client.execute(
+        })
+    }
+
+    fn use_schema(&self, connection: &mut impl Exec) -> Result<(), StorageError> {
+        connection.execute(
             "SELECT set_config('search_path', $1, false)",
             &[&self.settings.schema],
         )?;
-        Ok(client)
+        Ok(())
     }
 
     /// The server, user and database, never the password: safe for logs

@@ -9,7 +9,9 @@
 //! duplicates. A message its handler refused (see
 //! [`crate::handler::Refused`]) is dead-lettered at once, the same way.
 
-use postgres::{Client, GenericClient, Statement};
+use postgres::Statement;
+
+use super::Exec;
 
 use crate::inbox::{DeadLetter, Delivery, Outcome, Policy, StorageError};
 
@@ -23,7 +25,7 @@ pub(super) struct PoisonStatements {
 }
 
 impl PoisonStatements {
-    pub(super) fn prepare(client: &mut Client) -> Result<Self, StorageError> {
+    pub(super) fn prepare(client: &mut impl Exec) -> Result<Self, StorageError> {
         Ok(Self {
             count_failure: client.prepare(
                 "INSERT INTO attempts (consumer, message_id, failures, last_error, last_failed_at)
@@ -57,7 +59,7 @@ impl PoisonStatements {
 /// Counts a failed attempt and decides what it means: a plain failure
 /// (the broker should redeliver) or, at `max_attempts`, a dead letter.
 pub(super) fn record_failure(
-    tx: &mut impl GenericClient,
+    tx: &mut impl Exec,
     statements: &PoisonStatements,
     delivery: &Delivery<'_>,
     error: &str,
@@ -81,7 +83,7 @@ pub(super) fn record_failure(
 /// Dead-letters a message its handler refused, at once: it would be
 /// refused again on every delivery.
 pub(super) fn refuse(
-    tx: &mut impl GenericClient,
+    tx: &mut impl Exec,
     statements: &PoisonStatements,
     delivery: &Delivery<'_>,
     reason: &str,
@@ -100,7 +102,7 @@ pub(super) fn refuse(
 /// allow, although no failure was counted: the consumer dies while handling
 /// it. Its handler is not run again.
 pub(super) fn park(
-    tx: &mut impl GenericClient,
+    tx: &mut impl Exec,
     statements: &PoisonStatements,
     delivery: &Delivery<'_>,
     now: i64,
@@ -124,7 +126,7 @@ pub(super) fn park(
 /// Moves a message to `dead_letters`, with its inbox row so that
 /// redeliveries are duplicates, and forgets its attempt count.
 fn dead_letter(
-    tx: &mut impl GenericClient,
+    tx: &mut impl Exec,
     statements: &PoisonStatements,
     delivery: &Delivery<'_>,
     error: &str,
@@ -160,7 +162,7 @@ fn dead_letter(
 }
 
 /// Every dead letter, oldest first.
-pub(super) fn dead_letters(client: &mut Client) -> Result<Vec<DeadLetter>, StorageError> {
+pub(super) fn dead_letters(client: &mut impl Exec) -> Result<Vec<DeadLetter>, StorageError> {
     let rows = client.query(
         "SELECT consumer, message_id, event_type, payload, error, attempts, refused, dead_at
          FROM dead_letters ORDER BY dead_at, consumer, message_id",
@@ -183,7 +185,7 @@ pub(super) fn dead_letters(client: &mut Client) -> Result<Vec<DeadLetter>, Stora
 
 /// Failures counted so far for one delivery (0 if none).
 pub(super) fn failures(
-    client: &mut Client,
+    client: &mut impl Exec,
     consumer: &str,
     message_id: &str,
 ) -> Result<u32, StorageError> {
@@ -197,7 +199,7 @@ pub(super) fn failures(
 /// Removes a dead letter's traces so that it can be delivered afresh: its
 /// inbox row and its attempt count. Part of a re-drive transaction.
 pub(super) fn forget(
-    tx: &mut impl GenericClient,
+    tx: &mut impl Exec,
     consumer: &str,
     message_id: &str,
 ) -> Result<(), StorageError> {
@@ -214,7 +216,7 @@ pub(super) fn forget(
 
 /// Deletes a dead letter once its re-drive applied.
 pub(super) fn bury(
-    tx: &mut impl GenericClient,
+    tx: &mut impl Exec,
     consumer: &str,
     message_id: &str,
 ) -> Result<(), StorageError> {

@@ -5,7 +5,9 @@
 //! runs are prepared once per connection ([`TableStatements`]) and the
 //! debit is a single statement.
 
-use postgres::{GenericClient, Statement};
+use postgres::Statement;
+
+use super::Exec;
 
 use crate::handlers::{Debited, Ledger, Notification, Outbox, Refundable, Refunded, Refunds};
 use crate::inbox::StorageError;
@@ -22,7 +24,7 @@ pub struct TableStatements {
 }
 
 impl TableStatements {
-    pub fn prepare(client: &mut impl GenericClient) -> Result<Self, StorageError> {
+    pub fn prepare(client: &mut impl Exec) -> Result<Self, StorageError> {
         Ok(Self {
             // Lowers the balance and records the debit in one round trip;
             // no row back when the account does not exist.
@@ -81,18 +83,18 @@ impl TableStatements {
 }
 
 /// The handlers' tables, seen through one connection or transaction.
-pub struct PgTables<'a, C: GenericClient> {
+pub struct PgTables<'a, C: Exec> {
     client: &'a mut C,
     statements: &'a TableStatements,
 }
 
-impl<'a, C: GenericClient> PgTables<'a, C> {
+impl<'a, C: Exec> PgTables<'a, C> {
     pub fn new(client: &'a mut C, statements: &'a TableStatements) -> Self {
         Self { client, statements }
     }
 }
 
-impl<C: GenericClient> Ledger for PgTables<'_, C> {
+impl<C: Exec> Ledger for PgTables<'_, C> {
     fn debit(&mut self, debit: &Debited) -> Result<bool, StorageError> {
         let recorded = self.client.query_opt(
             &self.statements.debit,
@@ -144,7 +146,7 @@ impl<C: GenericClient> Ledger for PgTables<'_, C> {
     }
 }
 
-impl<C: GenericClient> Outbox for PgTables<'_, C> {
+impl<C: Exec> Outbox for PgTables<'_, C> {
     fn queue_notification(&mut self, notification: &Notification) -> Result<(), StorageError> {
         self.client.execute(
             &self.statements.queue_notification,
@@ -193,7 +195,7 @@ impl<C: GenericClient> Outbox for PgTables<'_, C> {
     }
 }
 
-impl<C: GenericClient> Refunds for PgTables<'_, C> {
+impl<C: Exec> Refunds for PgTables<'_, C> {
     /// Locks the debit's row, then adds up its refunds in a statement of
     /// its own. At READ COMMITTED each statement sees what was committed
     /// when it started: a sum taken in the statement that waits for the

@@ -7,6 +7,7 @@
 
 use std::sync::Arc;
 
+use {{crate_name}}::database::Exec;
 use {{crate_name}}::event::Event;
 use {{crate_name}}::handler::{Handler, HandlerError};
 use {{crate_name}}::handlers::{Debit, Tables};
@@ -135,4 +136,84 @@ fn a_lock_timeout_fails_the_batch_and_the_next_one_applies() {
 #[test]
 fn a_statement_timeout_fails_the_batch_and_the_next_one_applies() {
     lock_the_account_then("SET statement_timeout = '200ms'", "database unavailable");
+}
+
+/// The inbox's connection sends what it deferred before the next
+/// statement, in order, and reports a deferred statement's error.
+#[test]
+fn deferred_statements_run_first_in_order_and_their_errors_are_reported() {
+    let fixture = Fixture::new();
+    let mut connection = fixture.database().connect_pipelined().unwrap();
+    connection.begin();
+    connection.defer("CREATE TEMP TABLE deferred (step int) ON COMMIT DROP");
+    connection.defer("INSERT INTO deferred VALUES (1)");
+    connection
+        .execute(
+            "INSERT INTO deferred SELECT max(step) + 1 FROM deferred",
+            &[],
+        )
+        .unwrap();
+    let steps: Vec<i32> = connection
+        .query("SELECT step FROM deferred ORDER BY step", &[])
+        .unwrap()
+        .iter()
+        .map(|row| row.get(0))
+        .collect();
+    assert_eq!(steps, [1, 2], "the deferred statements ran first, in order");
+
+    connection.defer("SELECT 1 / 0");
+    let error = connection.query_one("SELECT 1", &[]).unwrap_err();
+    assert_eq!(
+        error.code(),
+        Some(&postgres::error::SqlState::DIVISION_BY_ZERO),
+        "{error}"
+    );
+    connection.rollback();
+}
+
+/// A transaction that an error path left open is rolled back when the
+/// next one begins: its writes never commit with the next batch's.
+#[test]
+fn a_transaction_left_open_is_rolled_back_never_continued() {
+    let fixture = Fixture::new();
+    let mut connection = fixture.database().connect_pipelined().unwrap();
+    let open = "INSERT INTO accounts (id, balance) VALUES ($1, 100)";
+    connection.begin();
+    connection.execute(open, &[&1_i64]).unwrap();
+    connection.begin();
+    connection.execute(open, &[&2_i64]).unwrap();
+    connection.commit().unwrap();
+    let balances = fixture.with_tables(|tables| tables.balances());
+    assert_eq!(
+        balances,
+        [(2, 100)],
+        "only the second transaction committed"
+    );
+}
+
+/// What deferring saves, counted rather than timed: a batch of new
+/// payments through the debit's set-based path costs three round trips
+/// (`BEGIN` with the claim, the savepoint with the debit, `COMMIT`), and
+/// the same batch again, all duplicates, two.
+#[test]
+fn a_batch_waits_only_for_the_statements_whose_answers_it_needs() {
+    let fixture = fixture_for(&RealInbox::BATCHED, &[&DebitSubject::real()]);
+    let mut inbox = fixture.database().inbox(Policy::default()).unwrap();
+    let messages = payments(10);
+    let deliveries: Vec<_> = messages
+        .iter()
+        .map(|message| Delivery::new(&Debit, message))
+        .collect();
+    for (expected_outcome, expected_round_trips) in [(Outcome::Applied, 3), (Outcome::Duplicate, 2)]
+    {
+        let before = inbox.client().unwrap().round_trips();
+        let outcomes = inbox.deliver_batch(&deliveries).unwrap();
+        let round_trips = inbox.client().unwrap().round_trips() - before;
+        assert!(
+            outcomes.iter().all(|outcome| *outcome == expected_outcome),
+            "{outcomes:?}"
+        );
+        assert_eq!(round_trips, expected_round_trips, "{expected_outcome:?}");
+    }
+    assert_applied_once(&fixture, &DebitSubject::real(), &messages);
 }

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use postgres::Client;
 
+use {{crate_name}}::database::Exec;
 use {{crate_name}}::inbox::{Inbox, Policy};
 use {{crate_name}}::store::Store;
 
