@@ -7,7 +7,7 @@
 
 use std::sync::Arc;
 
-use {{crate_name}}::database::Exec;
+use {{crate_name}}::database::{Exec, PgInbox};
 use {{crate_name}}::event::Event;
 use {{crate_name}}::handler::{Handler, HandlerError};
 use {{crate_name}}::handlers::{Debit, Tables};
@@ -19,11 +19,12 @@ use crate::support::database::{Fixture, server_url};
 use crate::support::harness::{RealInbox, assert_applied_once, fixture_for, inbox_rows};
 use crate::support::subjects::{DebitSubject, payments};
 
-/// Checks that the batch failed as a storage fault and left nothing, then
-/// that the same deliveries apply once on a second try.
+/// Checks that the batch failed as a storage fault and left nothing, not
+/// even an open transaction, then that the same deliveries apply once on a
+/// second try.
 fn fails_cleanly_then_recovers(
     fixture: &Fixture,
-    inbox: &mut impl Inbox,
+    inbox: &mut PgInbox,
     deliveries: &[Delivery<'_>],
     expected_error: &str,
     fix_it: impl FnOnce(),
@@ -35,6 +36,7 @@ fn fails_cleanly_then_recovers(
         error.to_string().contains(expected_error),
         "unclear error: {error}"
     );
+    assert_outside_any_transaction(fixture, inbox);
     assert_eq!(inbox_rows(fixture, "debit"), 0, "nothing recorded");
     assert_applied_once(fixture, &subject, &[]);
     let mut reader = fixture.database().inbox(Policy::default()).unwrap();
@@ -53,6 +55,29 @@ fn fails_cleanly_then_recovers(
     let messages: Vec<Message> = deliveries.iter().map(|d| d.message.clone()).collect();
     assert_applied_once(fixture, &subject, &messages);
     assert_eq!(inbox_rows(fixture, "debit"), messages.len());
+}
+
+/// Checks that the inbox's connection is idle outside any transaction: a
+/// failed batch must end its own, or its locks (the claimed inbox rows, the
+/// debited accounts) would be held until the next batch, however late.
+fn assert_outside_any_transaction(fixture: &Fixture, inbox: &mut PgInbox) {
+    let backend: i32 = inbox
+        .client()
+        .unwrap()
+        .query_one("SELECT pg_backend_pid()", &[])
+        .expect("the failed batch left its connection in an aborted transaction")
+        .get(0);
+    let state: String = fixture
+        .database()
+        .connect()
+        .unwrap()
+        .query_one(
+            "SELECT state FROM pg_stat_activity WHERE pid = $1",
+            &[&backend],
+        )
+        .unwrap()
+        .get(0);
+    assert_eq!(state, "idle", "the failed batch left its transaction open");
 }
 
 /// `debit`, except that before applying the chosen message it has the
