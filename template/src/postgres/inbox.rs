@@ -120,7 +120,7 @@ impl PgInbox {
         client.begin();
         let committed = BatchTx::claim(client, statements, batch, policy)
             .and_then(|mut work| work.deliver_all(batch))
-            .and_then(|outcomes| Ok(client.commit().map(|()| outcomes)?));
+            .and_then(|outcomes| client.commit().map(|()| outcomes));
         client.rollback();
         committed
     }

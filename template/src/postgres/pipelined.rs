@@ -23,6 +23,7 @@
 
 use std::time::Duration;
 
+use postgres::error::SqlState;
 use postgres::types::ToSql;
 use postgres::{Error, GenericClient, Row, Statement, ToStatement};
 use tokio::runtime::Runtime;
@@ -178,8 +179,24 @@ impl Pipelined {
     }
 
     /// Commits the transaction, sent with whatever was deferred.
-    pub fn commit(&mut self) -> Result<(), Error> {
-        self.batch_execute("COMMIT")?;
+    ///
+    /// PostgreSQL answers `COMMIT` in a transaction that an error aborted
+    /// with a rollback, and no error: a statement whose error was swallowed
+    /// (by a handler) would have the whole batch reported applied and
+    /// lost. So a statement that fails in an aborted transaction goes
+    /// first, in the same round trip, and its error stops the `COMMIT`.
+    pub fn commit(&mut self) -> Result<(), StorageError> {
+        self.batch_execute("SELECT 1; COMMIT").map_err(|error| {
+            if error.code() == Some(&SqlState::IN_FAILED_SQL_TRANSACTION) {
+                StorageError::new(
+                    StorageFault::Other,
+                    "nothing was committed: a statement failed and its error was not passed on \
+                     (does a handler swallow an error from its tables?)",
+                )
+            } else {
+                error.into()
+            }
+        })?;
         self.in_transaction = false;
         Ok(())
     }

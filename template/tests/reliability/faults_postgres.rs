@@ -242,3 +242,56 @@ fn a_batch_waits_only_for_the_statements_whose_answers_it_needs() {
     }
     assert_applied_once(&fixture, &DebitSubject::real(), &messages);
 }
+
+/// `debit`, except that it swallows the error of its own statement and
+/// reports success: a handler bug. The statement's error has aborted the
+/// transaction, so PostgreSQL answers the batch's `COMMIT` with a rollback
+/// (and no error).
+struct SwallowsItsError;
+
+impl Handler for SwallowsItsError {
+    fn consumer(&self) -> &'static str {
+        Debit.consumer()
+    }
+    fn subscribes_to(&self, event: &Event) -> bool {
+        Debit.subscribes_to(event)
+    }
+    fn apply(&self, tables: &mut dyn Tables, message: &Message) -> Result<(), HandlerError> {
+        let _ = Debit.apply(tables, message);
+        Ok(())
+    }
+}
+
+/// A batch whose transaction was aborted behind the inbox's back (a
+/// handler that swallowed its statement's error) never reports its
+/// deliveries applied: the `COMMIT` that PostgreSQL turns into a rollback
+/// would otherwise have them acknowledged and lost.
+#[test]
+fn a_commit_the_server_turned_into_a_rollback_reports_nothing_applied() {
+    let fixture = fixture_for(&RealInbox::BATCHED, &[&DebitSubject::real()]);
+    let mut inbox = fixture.database().inbox(Policy::default()).unwrap();
+    inbox
+        .client()
+        .unwrap()
+        .batch_execute("SET lock_timeout = '200ms'")
+        .unwrap();
+    let mut holder = fixture.database().connect().unwrap();
+    holder
+        .batch_execute("BEGIN; SELECT * FROM accounts FOR UPDATE;")
+        .unwrap();
+    let messages = payments(1);
+    let swallowed = [Delivery::new(&SwallowsItsError, &messages[0])];
+    let verdict = inbox.deliver_batch(&swallowed);
+    holder.batch_execute("ROLLBACK").unwrap();
+    assert!(
+        verdict.is_err(),
+        "a rolled-back batch was reported as {verdict:?}"
+    );
+    assert_outside_any_transaction(&fixture, &mut inbox);
+    assert_eq!(inbox_rows(&fixture, "debit"), 0, "nothing recorded");
+    let outcomes = inbox
+        .deliver_batch(&[Delivery::new(&Debit, &messages[0])])
+        .unwrap();
+    assert_eq!(outcomes, [Outcome::Applied]);
+    assert_applied_once(&fixture, &DebitSubject::real(), &messages);
+}
