@@ -34,17 +34,16 @@ use std::time::{Duration, Instant};
 
 use indicatif::ProgressBar;
 
-use {{crate_name}}::event::Event;
-use {{crate_name}}::handler::{Handler, HandlerError};
-use {{crate_name}}::handlers::{Debit, Tables};
+use {{crate_name}}::handler::Handler;
+use {{crate_name}}::handlers::Debit;
 use {{crate_name}}::inbox::{Delivery, Inbox, Outcome, Policy, StorageError};
-use {{crate_name}}::message::Message;
 use {{crate_name}}::pipeline::{self, Options, Summary};
 use {{crate_name}}::relay::lines::LinesSink;
 use {{crate_name}}::source::lines::{LinesSource, Rejects};
 use {{crate_name}}::store::Store;
 use support::database::Fixture;
 use support::database::bench::{self, Reference};
+use support::debit_variant::DebitVariant;
 use support::figures::{median, thousands};
 use support::harness::{Prng, RealInbox, env_number, play_parallel};
 use support::raw::Raw;
@@ -143,22 +142,6 @@ impl Inbox for BareUpdate {
     }
 }
 
-/// The debit consumer without its set-based path: every delivery applied
-/// alone, as a handler without one is.
-struct OneAtATime;
-
-impl Handler for OneAtATime {
-    fn consumer(&self) -> &'static str {
-        Debit.consumer()
-    }
-    fn subscribes_to(&self, event: &Event) -> bool {
-        Debit.subscribes_to(event)
-    }
-    fn apply(&self, tables: &mut dyn Tables, message: &Message) -> Result<(), HandlerError> {
-        Debit.apply(tables, message)
-    }
-}
-
 fn run_pipeline<I: Inbox + 'static>(
     input: &Path,
     options: Options,
@@ -193,7 +176,7 @@ fn throughput_table(input: &Path, deliveries: usize, raw: f64) {
     println!("|---|---|---|---|---|---|");
     let batched = Options::default().batch_size;
     let set_based: Arc<dyn Handler> = Arc::new(Debit);
-    let alone: Arc<dyn Handler> = Arc::new(OneAtATime);
+    let alone: Arc<dyn Handler> = Arc::new(DebitVariant::ONE_AT_A_TIME);
     for (mode, batch_size, handler) in [
         ("one per delivery".to_owned(), 1, &set_based),
         (

@@ -216,7 +216,7 @@ fn set_based_runs_whose_failure_is_handled_wrong_are_caught_by_redelivery() {
 #[test]
 fn a_set_based_path_that_drops_what_it_cannot_apply_is_caught() {
     let subject = DebitSubject {
-        handler: Arc::new(SkipsWhatItCannotApply),
+        handler: Arc::new(SKIPS_WHAT_IT_CANNOT_APPLY),
     };
     run_twice(&subject, &RealInbox::BATCHED, 50).expect("with every account there it applies");
     caught(

@@ -16,6 +16,7 @@ use {{crate_name}}::message::Message;
 use {{crate_name}}::store::Store;
 
 use crate::support::database::{Fixture, server_url};
+use crate::support::debit_variant::DebitVariant;
 use crate::support::harness::{RealInbox, assert_applied_once, fixture_for, inbox_rows};
 use crate::support::subjects::{DebitSubject, payments};
 
@@ -247,20 +248,13 @@ fn a_batch_waits_only_for_the_statements_whose_answers_it_needs() {
 /// reports success: a handler bug. The statement's error has aborted the
 /// transaction, so PostgreSQL answers the batch's `COMMIT` with a rollback
 /// (and no error).
-struct SwallowsItsError;
-
-impl Handler for SwallowsItsError {
-    fn consumer(&self) -> &'static str {
-        Debit.consumer()
-    }
-    fn subscribes_to(&self, event: &Event) -> bool {
-        Debit.subscribes_to(event)
-    }
-    fn apply(&self, tables: &mut dyn Tables, message: &Message) -> Result<(), HandlerError> {
+const SWALLOWS_ITS_ERROR: DebitVariant = DebitVariant {
+    apply: |tables, message| {
         let _ = Debit.apply(tables, message);
         Ok(())
-    }
-}
+    },
+    set_based: None,
+};
 
 /// A batch whose transaction was aborted behind the inbox's back (a
 /// handler that swallowed its statement's error) never reports its
@@ -280,7 +274,7 @@ fn a_commit_the_server_turned_into_a_rollback_reports_nothing_applied() {
         .batch_execute("BEGIN; SELECT * FROM accounts FOR UPDATE;")
         .unwrap();
     let messages = payments(1);
-    let swallowed = [Delivery::new(&SwallowsItsError, &messages[0])];
+    let swallowed = [Delivery::new(&SWALLOWS_ITS_ERROR, &messages[0])];
     let verdict = inbox.deliver_batch(&swallowed);
     holder.batch_execute("ROLLBACK").unwrap();
     let error = verdict.expect_err("a rolled-back batch was reported as applied");

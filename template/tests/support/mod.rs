@@ -12,6 +12,7 @@
 #![allow(dead_code, unused_imports)]
 
 pub mod broken;
+pub mod debit_variant;
 pub mod figures;
 pub mod harness;
 pub mod kill;

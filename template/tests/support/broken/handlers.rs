@@ -8,6 +8,8 @@ use {{crate_name}}::handler::{Handler, HandlerError, Refused, SetBased};
 use {{crate_name}}::handlers::{Debit, Debited, Refund, Refunded, Tables};
 use {{crate_name}}::message::Message;
 
+use crate::support::debit_variant::{DebitVariant, debit_one};
+
 /// A handler that does nothing and succeeds. Every duplicate test passes
 /// ("nothing happened twice"); caught by the model, which says what should
 /// have happened once.
@@ -250,24 +252,15 @@ impl Handler for NamedDebit {
 /// run is reported applied. Caught by the cannot-apply scenario: the
 /// payment from an account never opened counts as applied, with an inbox
 /// row and no debit.
-pub struct SkipsWhatItCannotApply;
+pub const SKIPS_WHAT_IT_CANNOT_APPLY: DebitVariant = DebitVariant {
+    apply: debit_one,
+    set_based: Some(&TrustsTheJoin),
+};
 
-impl Handler for SkipsWhatItCannotApply {
-    fn consumer(&self) -> &'static str {
-        Debit.consumer()
-    }
-    fn subscribes_to(&self, event: &Event) -> bool {
-        Debit.subscribes_to(event)
-    }
-    fn apply(&self, tables: &mut dyn Tables, message: &Message) -> Result<(), HandlerError> {
-        Debit.apply(tables, message)
-    }
-    fn set_based(&self) -> Option<&dyn SetBased> {
-        Some(self)
-    }
-}
+/// The set-based path of [`SKIPS_WHAT_IT_CANNOT_APPLY`].
+struct TrustsTheJoin;
 
-impl SetBased for SkipsWhatItCannotApply {
+impl SetBased for TrustsTheJoin {
     fn apply_all(
         &self,
         tables: &mut dyn Tables,
