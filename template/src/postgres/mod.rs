@@ -196,7 +196,7 @@ impl Store for Database {
     }
 
     fn relay_queue(&self) -> Result<PgQueue, StorageError> {
-        Ok(PgQueue::new(self.connect()?))
+        PgQueue::new(self.connect_pipelined()?)
     }
 
     fn with_tables<T>(

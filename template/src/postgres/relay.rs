@@ -6,28 +6,62 @@
 //! sending them at the same time, and takes them over if this one dies
 //! before marking them (the server ends the dead connection's transaction
 //! and its locks with it).
+//!
+//! The connection is pipelined ([`Pipelined`]): `BEGIN` travels with the
+//! take, and the transaction that marks rows sent commits without waiting
+//! for its WAL to reach the disk (`synchronous_commit = off`). Losing that
+//! commit to a server crash loses only the marks, and a row not marked sent
+//! is sent again, which the relay already allows for (a relay can die
+//! between sending and marking, too): receivers deduplicate on the
+//! idempotency key. What is never lost is a notification, because the
+//! consumer's transaction that queued it commits synchronously.
 
 use std::time::SystemTime;
 
-use postgres::{Client, Row};
+use postgres::{Row, Statement};
 
 use crate::handlers::Notification;
 use crate::inbox::{StorageError, unix_millis};
 use crate::relay::{Outgoing, Parked, Queue, RelayPolicy, Sent, idempotency_key};
 
+use super::{Exec, Pipelined};
+
+/// Up to `$2` rows due at `$1`, oldest first, locked for this relay.
+const DUE: &str = "SELECT event_id, channel, account, body, failures FROM notifications
+                   WHERE sent_at IS NULL AND parked_at IS NULL AND retry_at <= $1
+                   ORDER BY queued_at, event_id, channel LIMIT $2
+                   FOR UPDATE SKIP LOCKED";
+
+/// Marks the rows with the keys in `$2` and `$3` sent at `$1`.
+const MARK_SENT: &str = "UPDATE notifications SET sent_at = $1
+                         FROM unnest($2::text[], $3::text[]) AS confirmed (event_id, channel)
+                         WHERE notifications.event_id = confirmed.event_id
+                           AND notifications.channel = confirmed.channel";
+
 /// The outbox as one relay sees it.
 pub struct PgQueue {
-    client: Client,
+    client: Pipelined,
+    /// [`DUE`] and [`MARK_SENT`], prepared once: a statement sent as text
+    /// costs a round trip more each time.
+    due: Statement,
+    mark_sent: Statement,
     /// Whether a `take` left a transaction (and row locks) open.
     taking: bool,
 }
 
 impl PgQueue {
-    pub(super) fn new(client: Client) -> Self {
-        Self {
+    pub(super) fn new(mut client: Pipelined) -> Result<Self, StorageError> {
+        Ok(Self {
+            due: client.prepare(DUE)?,
+            mark_sent: client.prepare(MARK_SENT)?,
             client,
             taking: false,
-        }
+        })
+    }
+
+    /// The connection, for tests that count its round trips.
+    pub fn client(&mut self) -> &mut Pipelined {
+        &mut self.client
     }
 }
 
@@ -43,17 +77,11 @@ fn notification(row: &Row) -> Notification {
 impl Queue for PgQueue {
     fn take(&mut self, limit: usize) -> Result<Vec<Outgoing>, StorageError> {
         let now = unix_millis(SystemTime::now());
-        self.client.batch_execute("BEGIN")?;
+        self.client.begin();
         self.taking = true;
-        let rows = self.client.query(
-            "SELECT event_id, channel, account, body, failures FROM notifications
-             WHERE sent_at IS NULL AND parked_at IS NULL AND retry_at <= $1
-             ORDER BY queued_at, event_id, channel LIMIT $2
-             FOR UPDATE SKIP LOCKED",
-            &[&now, &(limit as i64)],
-        )?;
+        let rows = self.client.query(&self.due, &[&now, &(limit as i64)])?;
         if rows.is_empty() {
-            self.client.batch_execute("COMMIT")?;
+            self.client.rollback();
             self.taking = false;
         }
         Ok(rows
@@ -76,8 +104,9 @@ impl Queue for PgQueue {
     ) -> Result<(), StorageError> {
         let now = unix_millis(SystemTime::now());
         if !self.taking {
-            self.client.batch_execute("BEGIN")?;
+            self.client.begin();
         }
+        self.client.defer("SET LOCAL synchronous_commit = off");
         // Every confirmed send is marked in one statement: one per row made
         // the relay five times slower (BENCHMARKS.md, "The relay").
         let (event_ids, channels): (Vec<&str>, Vec<&str>) = sent
@@ -89,13 +118,8 @@ impl Queue for PgQueue {
             })
             .unzip();
         if !event_ids.is_empty() {
-            self.client.execute(
-                "UPDATE notifications SET sent_at = $1
-                 FROM unnest($2::text[], $3::text[]) AS confirmed (event_id, channel)
-                 WHERE notifications.event_id = confirmed.event_id
-                   AND notifications.channel = confirmed.channel",
-                &[&now, &event_ids, &channels],
-            )?;
+            self.client
+                .execute(&self.mark_sent, &[&now, &event_ids, &channels])?;
         }
         for (outgoing, result) in sent {
             let Sent::Failed(error) = result else {
@@ -118,7 +142,7 @@ impl Queue for PgQueue {
                 ],
             )?;
         }
-        self.client.batch_execute("COMMIT")?;
+        self.client.commit()?;
         self.taking = false;
         Ok(())
     }

@@ -85,6 +85,10 @@ CREATE TABLE IF NOT EXISTS notifications (
     parked_at  INTEGER,
     UNIQUE (event_id, channel)
 );
--- What the relay has left to send, in the order it sends it.
-CREATE INDEX IF NOT EXISTS notifications_to_send ON notifications (queued_at)
+-- What the relay has left to send, in the order it sends it: the whole
+-- sort key, so a take reads its batch off the index and stops (ordered by
+-- `queued_at` alone, every take sorted every row left to send). Replaces
+-- `notifications_to_send`, which had only `queued_at`.
+DROP INDEX IF EXISTS notifications_to_send;
+CREATE INDEX IF NOT EXISTS notifications_due ON notifications (queued_at, event_id, channel)
 WHERE sent_at IS NULL AND parked_at IS NULL;

@@ -10,12 +10,15 @@ use std::sync::Arc;
 use {{crate_name}}::database::{Exec, PgInbox};
 use {{crate_name}}::event::Event;
 use {{crate_name}}::handler::{Handler, HandlerError};
-use {{crate_name}}::handlers::{Debit, Tables};
+use {{crate_name}}::handlers::{CHANNELS, Debit, Notification, Tables};
 use {{crate_name}}::inbox::{DeadLetters, Delivery, Inbox, Outcome, Policy};
 use {{crate_name}}::message::Message;
+use {{crate_name}}::progress::Progress;
+use {{crate_name}}::relay::lines::LinesSink;
+use {{crate_name}}::relay::{Queue, RelayPolicy, relay_batch};
 use {{crate_name}}::store::Store;
 
-use crate::support::database::{Fixture, server_url};
+use crate::support::database::{Fixture, SLOT_TABLE_BYTES, server_url};
 use crate::support::debit_variant::DebitVariant;
 use crate::support::harness::{RealInbox, assert_applied_once, fixture_for, inbox_rows};
 use crate::support::subjects::{DebitSubject, payments};
@@ -244,6 +247,41 @@ fn a_batch_waits_only_for_the_statements_whose_answers_it_needs() {
     assert_applied_once(&fixture, &DebitSubject::real(), &messages);
 }
 
+/// The relay's round trips, counted: a batch costs three (`BEGIN` with the
+/// take, the mark, `COMMIT`), and a take that finds nothing two (the take
+/// and its rollback).
+#[test]
+fn a_relay_batch_waits_only_for_its_take_its_mark_and_its_commit() {
+    let fixture = Fixture::new();
+    fixture.with_tables(|tables| {
+        (0..10).try_for_each(|row| {
+            tables.queue_notification(&Notification {
+                event_id: format!("e-{row}"),
+                channel: CHANNELS[row % CHANNELS.len()].to_owned(),
+                account: 1,
+                body: "payment captured".to_owned(),
+            })
+        })
+    });
+    let mut queue = fixture.database().relay_queue().unwrap();
+    let mut sink = LinesSink::new(Box::new(std::io::sink()));
+    for (expected_sent, expected_round_trips) in [(10, 3), (0, 2)] {
+        let before = queue.client().round_trips();
+        let counts = relay_batch(
+            &mut queue,
+            &mut sink,
+            100,
+            RelayPolicy::default(),
+            &Progress::default(),
+        )
+        .unwrap();
+        assert_eq!(counts.sent, expected_sent);
+        let round_trips = queue.client().round_trips() - before;
+        assert_eq!(round_trips, expected_round_trips, "{counts}");
+    }
+    assert_eq!(queue.remaining().unwrap(), 0);
+}
+
 /// `debit`, except that it swallows the error of its own statement and
 /// reports success: a handler bug. The statement's error has aborted the
 /// transaction, so PostgreSQL answers the batch's `COMMIT` with a rollback
@@ -290,4 +328,40 @@ fn a_commit_the_server_turned_into_a_rollback_reports_nothing_applied() {
         .unwrap();
     assert_eq!(outcomes, [Outcome::Applied]);
     assert_applied_once(&fixture, &DebitSubject::real(), &messages);
+}
+
+/// A fixture never inherits its slot's last scenario's bulk. A server may
+/// run without autovacuum (this machine's does), and a table emptied with
+/// `DELETE` keeps every dead row, which every later scan of it reads:
+/// slots that lived through a benchmark made the relay four times slower
+/// and the suite slower with every run.
+#[test]
+fn a_fresh_fixture_is_small_however_much_the_last_one_wrote() {
+    let bulky = Fixture::new();
+    bulky
+        .database()
+        .connect()
+        .unwrap()
+        .batch_execute(
+            "INSERT INTO notifications (event_id, channel, account, body)
+             SELECT g::text, 'email', 1, repeat('x', 100) FROM generate_series(1, 20000) g",
+        )
+        .unwrap();
+    drop(bulky);
+    let fresh = Fixture::new();
+    let (table, bytes): (String, i64) = fresh
+        .database()
+        .connect()
+        .unwrap()
+        .query_one(
+            "SELECT tablename::text, pg_total_relation_size(format('%I', tablename)::regclass)
+             FROM pg_tables WHERE schemaname = current_schema() ORDER BY 2 DESC LIMIT 1",
+            &[],
+        )
+        .map(|row| (row.get(0), row.get(1)))
+        .unwrap();
+    assert!(
+        bytes <= SLOT_TABLE_BYTES,
+        "{table} takes {bytes} bytes in a fresh fixture"
+    );
 }

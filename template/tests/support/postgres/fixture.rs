@@ -82,16 +82,22 @@ pub struct Fixture {
     patched: AtomicBool,
 }
 
+/// How large a slot's table may grow (rows and dead rows, indexes
+/// included) before a reset truncates it instead of deleting its rows.
+pub const SLOT_TABLE_BYTES: i64 = 1 << 20;
+
 /// The consumer's tables, as its migration creates them.
 const TABLES: &str = include_str!("../../../src/postgres/schema.sql");
 
 /// Empties every table of the slot in the session's schema, in one round
 /// trip, if it was built from `$1`; `false` if it was built from other
 /// tables. Deleting a few hundred rows is cheaper than TRUNCATE, which
-/// makes new files for every table and index.
+/// makes new files for every table and index, but leaves them behind as
+/// dead rows until a vacuum (which a server may never run: autovacuum can
+/// be off), so a table grown past `$2` bytes is truncated.
 const RESET_SLOT: &str = "
 CREATE TABLE pool_slot (tables text NOT NULL);
-CREATE FUNCTION pool_reset(expected text) RETURNS boolean LANGUAGE plpgsql AS $$
+CREATE FUNCTION pool_reset(expected text, largest bigint) RETURNS boolean LANGUAGE plpgsql AS $$
 DECLARE
     emptied record;
 BEGIN
@@ -102,7 +108,11 @@ BEGIN
         SELECT tablename FROM pg_tables
         WHERE schemaname = current_schema() AND tablename <> 'pool_slot'
     LOOP
-        EXECUTE format('DELETE FROM %I', emptied.tablename);
+        IF pg_total_relation_size(format('%I', emptied.tablename)::regclass) > largest THEN
+            EXECUTE format('TRUNCATE %I CASCADE', emptied.tablename);
+        ELSE
+            EXECUTE format('DELETE FROM %I', emptied.tablename);
+        END IF;
     END LOOP;
     RETURN true;
 END $$;";
@@ -123,7 +133,7 @@ impl Fixture {
         let tables = slot_tables();
         let reset = slot
             .reader
-            .query_one("SELECT pool_reset($1)", &[&tables])
+            .query_one("SELECT pool_reset($1, $2)", &[&tables, &SLOT_TABLE_BYTES])
             .is_ok_and(|row| row.get::<_, bool>(0));
         if !reset {
             build_slot(&mut slot, &tables);

@@ -9,6 +9,6 @@ mod raw;
 pub mod traps;
 mod tripwires;
 
-pub use fixture::{Fixture, Scratch, server_url};
+pub use fixture::{Fixture, SLOT_TABLE_BYTES, Scratch, server_url};
 pub use raw::PgRaw;
 pub use tripwires::{CONCURRENT_WRITERS, ClaimHolder, Conflicts};
