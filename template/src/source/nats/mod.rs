@@ -40,7 +40,7 @@ use std::time::{Duration, Instant};
 use async_nats::jetstream::consumer::PullConsumer;
 use async_nats::jetstream::message::Acker;
 use crossbeam_channel::Sender;
-use futures::StreamExt;
+use futures::{FutureExt, StreamExt};
 use tokio::sync::mpsc;
 
 use super::{Acknowledge, Incoming, Source, Stop, Verdict};
@@ -140,15 +140,28 @@ impl NatsSource {
                 .expires(PULL_WAIT)
                 .messages()
                 .await?;
-            while let Some(message) = batch.next().await {
-                match message {
-                    Ok(message) => {
-                        last_message = Instant::now();
-                        rejected += self.hand_over(message, chunks)?;
+            // Messages already received go to the workers together, as one
+            // chunk; the source waits for the next one only with none in
+            // hand, so a message never waits for a later one.
+            let mut chunk = Vec::new();
+            loop {
+                let next = match batch.next().now_or_never() {
+                    Some(next) => next,
+                    None => {
+                        send(chunks, &mut chunk)?;
+                        batch.next().await
                     }
-                    Err(error) => tracing::warn!(%error, "pulling from JetStream failed"),
+                };
+                match next {
+                    Some(Ok(message)) => {
+                        last_message = Instant::now();
+                        chunk.extend(self.take_in(message, &mut rejected));
+                    }
+                    Some(Err(error)) => tracing::warn!(%error, "pulling from JetStream failed"),
+                    None => break,
                 }
             }
+            send(chunks, &mut chunk)?;
             if self
                 .exit_when_idle
                 .is_some_and(|idle| last_message.elapsed() >= idle)
@@ -160,13 +173,14 @@ impl NatsSource {
         Ok(rejected)
     }
 
-    /// Hands one message to the workers; returns 1 if it was rejected (its
-    /// body will never parse, so its redelivery is stopped).
-    fn hand_over(
+    /// Takes one message in for the workers; `None` if it has no JetStream
+    /// metadata, or if it was rejected (counted in `rejected`: its body will
+    /// never parse, so its redelivery is stopped).
+    fn take_in(
         &self,
         message: async_nats::jetstream::Message,
-        chunks: &Sender<Vec<Incoming>>,
-    ) -> anyhow::Result<u64> {
+        rejected: &mut u64,
+    ) -> Option<Incoming> {
         let (sequence, delivered) = match message.info() {
             Ok(info) => (
                 info.stream_sequence,
@@ -174,7 +188,7 @@ impl NatsSource {
             ),
             Err(error) => {
                 tracing::warn!(%error, "a message without JetStream metadata; skipped");
-                return Ok(0);
+                return None;
             }
         };
         if delivered > 1 {
@@ -197,24 +211,27 @@ impl NatsSource {
             outbox: self.outbox.clone(),
         });
         match parse_line(&message.payload) {
-            Ok(parsed) => {
-                let incoming = Incoming {
-                    message: parsed,
-                    delivered,
-                    ack,
-                };
-                if chunks.send(vec![incoming]).is_err() {
-                    anyhow::bail!("every worker stopped before the stream was consumed");
-                }
-                Ok(0)
-            }
+            Ok(parsed) => Some(Incoming {
+                message: parsed,
+                delivered,
+                ack,
+            }),
             Err(reason) => {
                 eprintln!("stream sequence {sequence}: rejected: {reason}");
                 ack.settle(Verdict::Parked);
-                Ok(1)
+                *rejected += 1;
+                None
             }
         }
     }
+}
+
+/// Hands `chunk` (if any) to the workers, leaving it empty.
+fn send(chunks: &Sender<Vec<Incoming>>, chunk: &mut Vec<Incoming>) -> anyhow::Result<()> {
+    if !chunk.is_empty() && chunks.send(std::mem::take(chunk)).is_err() {
+        anyhow::bail!("every worker stopped before the stream was consumed");
+    }
+    Ok(())
 }
 
 impl Source for NatsSource {
