@@ -48,16 +48,32 @@ pub fn play_parallel<S: Subject>(
     workers: usize,
     count: usize,
 ) -> Play<S::State> {
-    play_rounds(subject, inbox, workers, count, 1, 0)
+    play_rounds(subject, inbox, workers, count, SLICE, 1, 0)
+}
+
+/// One round as the seed's reference consumer plays it (and
+/// `benches/seed_baseline.py` with it): the workers meet once, at the
+/// start, then each delivers all `count` messages without waiting for the
+/// others. For comparing with that reference; the required test meets
+/// before every slice, which races more and costs more.
+pub fn play_parallel_meeting_once<S: Subject>(
+    subject: &S,
+    inbox: &dyn InboxUnderTest,
+    workers: usize,
+    count: usize,
+) -> Play<S::State> {
+    play_rounds(subject, inbox, workers, count, count.max(1), 1, 0)
 }
 
 /// At least `rounds` rounds on one database, each on its own message ids,
-/// and more until `raced_slices` slices raced (or [`MAX_ROUNDS`]).
+/// and more until `raced_slices` slices raced (or [`MAX_ROUNDS`]); the
+/// workers meet before every `slice` messages.
 fn play_rounds<S: Subject>(
     subject: &S,
     inbox: &dyn InboxUnderTest,
     workers: usize,
     count: usize,
+    slice: usize,
     rounds: usize,
     raced_slices: usize,
 ) -> Play<S::State> {
@@ -72,7 +88,7 @@ fn play_rounds<S: Subject>(
         let single = rounds == 1 && raced_slices == 0;
         let batch = round_messages(subject, count, (!single).then_some(played));
         let barrier = Barrier::new(workers);
-        let slices: Vec<AtomicUsize> = batch.chunks(SLICE).map(|_| AtomicUsize::new(0)).collect();
+        let slices: Vec<AtomicUsize> = batch.chunks(slice).map(|_| AtomicUsize::new(0)).collect();
         let raced_now = AtomicUsize::new(0);
         outcomes += std::thread::scope(|scope| {
             let threads: Vec<_> = (0..workers)
@@ -84,7 +100,7 @@ fn play_rounds<S: Subject>(
                         // connections open at once, not one after another.
                         let mut worker = inbox.open(fixture);
                         let mut outcomes = Summary::default();
-                        for (slice, inside) in batch.chunks(SLICE).zip(slices) {
+                        for (slice, inside) in batch.chunks(slice).zip(slices) {
                             barrier.wait();
                             if inside.fetch_add(1, Ordering::SeqCst) == 1 {
                                 raced_now.fetch_add(1, Ordering::Relaxed);
@@ -138,5 +154,5 @@ pub fn parallel<S: Subject>(
 ) -> Result<Play<S::State>, Violation> {
     let rounds = env_number("PARALLEL_ROUNDS", PARALLEL_ROUNDS as u64).max(1) as usize;
     let raced = env_number("PARALLEL_RACED_SLICES", RACED_SLICES as u64) as usize;
-    play_rounds(subject, inbox, workers, count, rounds, raced).judge(subject)
+    play_rounds(subject, inbox, workers, count, SLICE, rounds, raced).judge(subject)
 }
