@@ -2,7 +2,7 @@
 //! folder (the ways to make them fail on demand are in `tripwires.rs`).
 
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Mutex, OnceLock};
 
 use rusqlite::{Connection, TransactionBehavior};
 
@@ -25,6 +25,29 @@ pub struct Fixture {
     reader: Mutex<Option<Connection>>,
 }
 
+/// A fresh database as bytes: the consumer's tables (made by its own
+/// migration) and the tripwires, built once per process. A fixture is a
+/// copy, which costs a fraction of building the tables again.
+static TEMPLATE: OnceLock<Vec<u8>> = OnceLock::new();
+
+fn template() -> &'static [u8] {
+    TEMPLATE.get_or_init(|| {
+        let folder = tempfile::tempdir_in(scratch_folder()).expect("temporary folder");
+        let path = folder.path().join("template.db");
+        Database::open(&path, Settings::default()).expect("create the database");
+        let db = Database::new(&path, Settings::default())
+            .connect()
+            .expect("connect");
+        db.execute_batch(tripwires::TRIPWIRES).expect("tripwires");
+        tripwires::arm_commit_tripwire(&db);
+        // Closing the last connection moves the WAL into the file.
+        drop(db);
+        let wal = folder.path().join("template.db-wal");
+        assert!(!wal.exists(), "the template's WAL was not checkpointed");
+        std::fs::read(&path).expect("read the template database")
+    })
+}
+
 /// The consumer's tables, as its database creates them.
 const TABLES: &str = include_str!("../../../src/sqlite/schema.sql");
 
@@ -33,15 +56,12 @@ impl Fixture {
     pub fn new() -> Self {
         let folder = tempfile::tempdir_in(scratch_folder()).expect("temporary folder");
         let path = folder.path().join("consumer.db");
-        Database::open(&path, Settings::default()).expect("create the database");
-        let fixture = Self {
+        std::fs::write(&path, template()).expect("copy the template database");
+        Self {
             _folder: Some(folder),
             path,
             reader: Mutex::new(None),
-        };
-        fixture.execute(tripwires::TRIPWIRES);
-        tripwires::arm_commit_tripwire(&fixture.database().connect().expect("connect"));
-        fixture
+        }
     }
 
     /// Where the fixture is, for [`Fixture::attach`] in another process.
