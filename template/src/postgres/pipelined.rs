@@ -152,6 +152,11 @@ impl Pipelined {
         self.round_trips
     }
 
+    /// Whether a transaction was begun and not yet ended.
+    pub fn in_transaction(&self) -> bool {
+        self.in_transaction
+    }
+
     /// Whether the server closed the connection (or it broke).
     pub fn is_closed(&self) -> bool {
         self.client.as_ref().is_none_or(|client| client.is_closed())

@@ -45,8 +45,6 @@ pub struct PgQueue {
     /// costs a round trip more each time.
     due: Statement,
     mark_sent: Statement,
-    /// Whether a `take` left a transaction (and row locks) open.
-    taking: bool,
 }
 
 impl PgQueue {
@@ -55,7 +53,6 @@ impl PgQueue {
             due: client.prepare(DUE)?,
             mark_sent: client.prepare(MARK_SENT)?,
             client,
-            taking: false,
         })
     }
 
@@ -78,11 +75,9 @@ impl Queue for PgQueue {
     fn take(&mut self, limit: usize) -> Result<Vec<Outgoing>, StorageError> {
         let now = unix_millis(SystemTime::now());
         self.client.begin();
-        self.taking = true;
         let rows = self.client.query(&self.due, &[&now, &(limit as i64)])?;
         if rows.is_empty() {
             self.client.rollback();
-            self.taking = false;
         }
         Ok(rows
             .iter()
@@ -103,7 +98,8 @@ impl Queue for PgQueue {
         policy: RelayPolicy,
     ) -> Result<(), StorageError> {
         let now = unix_millis(SystemTime::now());
-        if !self.taking {
+        // A take that found rows left its transaction (and row locks) open.
+        if !self.client.in_transaction() {
             self.client.begin();
         }
         self.client.defer("SET LOCAL synchronous_commit = off");
@@ -143,7 +139,6 @@ impl Queue for PgQueue {
             )?;
         }
         self.client.commit()?;
-        self.taking = false;
         Ok(())
     }
 
