@@ -13,6 +13,7 @@
 //! * [`relay`]: sending the outbox's notifications, at least once, with keys
 //!   their receivers can dedupe;
 //! * [`retention`]: purging old inbox rows without letting late duplicates through;
+//! * [`metrics`]: what a Prometheus server scrapes from a running consumer;
 //! * [`progress`] and [`stop`]: following a run from outside, and ending it.
 
 pub mod defaults;
@@ -22,6 +23,7 @@ pub mod handler;
 pub mod handlers;
 pub mod inbox;
 pub mod message;
+pub mod metrics;
 pub mod pipeline;
 pub mod progress;
 pub mod relay;

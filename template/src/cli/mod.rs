@@ -9,6 +9,7 @@ mod accounts;
 {%- endif %}
 mod broker;
 mod dead_letters;
+mod metrics;
 pub mod output;
 mod progress;
 mod purge;

@@ -13,6 +13,7 @@ use {{crate_name}}::handlers;
 use {{crate_name}}::inbox::Policy;
 use {{crate_name}}::pipeline::{self, Options};
 
+use super::metrics::MetricsArgs;
 use super::progress::ProgressArgs;
 
 /// How deliveries are worked through.
@@ -36,6 +37,8 @@ pub struct WorkArgs {
     consumers: Vec<String>,
     #[command(flatten)]
     progress: ProgressArgs,
+    #[command(flatten)]
+    metrics: MetricsArgs,
 }
 
 impl WorkArgs {
@@ -54,13 +57,16 @@ impl WorkArgs {
         }
     }
 
-    pub fn options(&self) -> Options {
-        Options {
+    /// The run's options; starts serving metrics if asked (on the
+    /// current runtime).
+    pub async fn options(&self) -> anyhow::Result<Options> {
+        Ok(Options {
             workers: usize::from(self.workers),
             batch_size: usize::from(self.batch_size),
             batch_wait: Duration::from_millis(u64::from(self.batch_wait_ms)),
             progress: self.progress.progress(),
+            meter: self.metrics.meter().await?,
             ..Options::default()
-        }
+        })
     }
 }

@@ -23,8 +23,10 @@
 //! The source and the workers block (files, database clients), so they run
 //! on tokio's blocking pool; the async side waits for them and for signals.
 
+mod meter;
 mod summary;
 
+pub use meter::{BatchEnd, Meter, Unmetered};
 pub use summary::Summary;
 
 use std::collections::VecDeque;
@@ -90,6 +92,8 @@ pub struct Options {
     /// tests that follow a run (the crash tests kill a consumer at such
     /// points): [`PROGRESS_LINE`] on stderr, or nowhere.
     pub progress: Progress,
+    /// What watches every transaction (metrics); nothing by default.
+    pub meter: Arc<dyn Meter>,
 }
 
 impl Default for Options {
@@ -100,6 +104,7 @@ impl Default for Options {
             batch_size: usize::from(DEFAULT_BATCH_SIZE),
             batch_wait: Duration::from_millis(u64::from(DEFAULT_BATCH_WAIT_MS)),
             progress: Progress::default(),
+            meter: Arc::new(Unmetered),
         }
     }
 }
@@ -236,7 +241,14 @@ fn work<I: Inbox>(
             );
             fan_out.push(deliveries.len() - before);
         }
-        let verdicts: Vec<Verdict> = match inbox.deliver_batch(&deliveries) {
+        let began = Instant::now();
+        let delivered = inbox.deliver_batch(&deliveries);
+        let how = match &delivered {
+            Ok(outcomes) => BatchEnd::Committed(outcomes),
+            Err(_) => BatchEnd::RolledBack,
+        };
+        options.meter.batch_ended(&deliveries, how, began.elapsed());
+        let verdicts: Vec<Verdict> = match delivered {
             Ok(outcomes) => {
                 outcomes.iter().for_each(|outcome| summary.count(outcome));
                 options.progress.report(format_args!(

@@ -14,6 +14,7 @@
 //! * `fuzz`: the envelope parser and line reader never panic;
 //! * `crash`: `run` killed with SIGKILL again and again, then finished;
 //! * `pipes`: every command that prints exits quietly on a closed stdout;
+//! * `metrics`: what `--metrics-addr` serves agrees with the summary line;
 //! * `safety`: SQL only through bound parameters, no secrets in logs.
 //!
 //! Longer runs are opt-in: `CRASH_KILLS=200`, `FUZZ_CASES=1000000`,
@@ -50,6 +51,7 @@ mod crash;
 mod faults;
 mod fuzz;
 mod hostile;
+mod metrics;
 mod pipes;
 mod poison;
 mod retention;

@@ -16,6 +16,7 @@ pub mod debit_variant;
 pub mod figures;
 pub mod harness;
 pub mod kill;
+pub mod metrics;
 {%- if broker == "nats" %}
 pub mod nats;
 {%- endif %}

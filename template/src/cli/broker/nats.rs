@@ -56,13 +56,14 @@ fn consume(args: ConsumeArgs, database: &DatabaseOptions) -> anyhow::Result<Exit
     let database = database.open()?;
     let runtime = tokio::runtime::Runtime::new().context("could not start the runtime")?;
     runtime.block_on(async {
+        let options = args.work.options().await?;
         let (source, settled) = args.nats.connect().await?;
         let counts = source.counts();
         let report = pipeline::run(
             Box::new(source),
             consumers,
             move || database.inbox(policy),
-            args.work.options(),
+            options,
         )
         .await?;
         settled.finish().await;

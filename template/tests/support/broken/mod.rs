@@ -13,6 +13,7 @@
 //! * `handlers`: handlers that do the wrong thing;
 //! * `batches`: set-based runs whose failure is handled wrong;
 //! * `pipeline`: settling too early, routing by anything but the key;
+//! * `meters`: metrics that miscount what the summary counts;
 //! * `purges`: retention that deletes too much.
 
 mod batches;
@@ -21,6 +22,7 @@ mod handlers;
 mod ids;
 mod inboxes;
 mod letters;
+mod meters;
 mod pipeline;
 mod purges;
 
@@ -30,6 +32,7 @@ pub use handlers::*;
 pub use ids::*;
 pub use inboxes::*;
 pub use letters::*;
+pub use meters::*;
 pub use pipeline::*;
 pub use purges::*;
 

@@ -1,0 +1,229 @@
+//! Metrics: what `--metrics-addr` serves counts exactly what the summary
+//! line says, while a run goes on and when it ends; exporters that miscount
+//! are caught by the same check.
+
+use std::io::{BufRead, BufReader, Cursor, Lines, Write};
+use std::process::{ChildStderr, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use indicatif::ProgressBar;
+
+use {{crate_name}}::handlers;
+use {{crate_name}}::inbox::{Delivery, Inbox, Outcome, StorageError, StorageFault};
+use {{crate_name}}::metrics::Metrics;
+use {{crate_name}}::pipeline::{self, Meter, Options, PROGRESS_LINE, Summary};
+use {{crate_name}}::source::lines::{LinesSource, Rejects};
+use {{crate_name}}::stop::Stop;
+use {{crate_name}}::store::Store;
+
+use crate::support::broken::{DuplicatesCountedAsApplied, RollbacksNotCounted};
+use crate::support::database::Fixture;
+use crate::support::metrics::{DELIVERIES, disagreement, scrape, series};
+use crate::{consumer, run_consumer};
+
+/// A payment of 10 from account 1 (open) or 9 (missing: it fails, and is
+/// dead-lettered on its second attempt with `--max-attempts 2`).
+fn payment(id: &str, account: u32) -> String {
+    serde_json::json!({
+        "id": id,
+        "type": "payment.captured",
+        "payload": { "account": account, "amount": 10 },
+    })
+    .to_string()
+}
+
+/// The first part of the input: something applied, a duplicate, a failure.
+fn first_part() -> Vec<String> {
+    vec![payment("p-1", 1), payment("p-1", 1), payment("poison", 9)]
+}
+
+/// The rest: the failure again (dead-lettered), new work, more duplicates.
+fn second_part() -> Vec<String> {
+    vec![
+        payment("poison", 9),
+        payment("p-2", 1),
+        payment("p-1", 1),
+        payment("p-2", 1),
+    ]
+}
+
+/// Reads `stderr` up to the `count`-th progress line; returns the
+/// deliveries those lines report.
+fn follow_progress(stderr: &mut Lines<BufReader<ChildStderr>>, count: usize) -> u64 {
+    let mut deliveries = 0;
+    let mut seen = 0;
+    while seen < count {
+        let line = stderr
+            .next()
+            .expect("the run ended before its progress")
+            .expect("read stderr");
+        if let Some(rest) = line.strip_prefix(PROGRESS_LINE) {
+            let reported = rest.trim().strip_prefix("deliveries=").expect("a count");
+            deliveries += reported.parse::<u64>().expect("a number");
+            seen += 1;
+        }
+    }
+    deliveries
+}
+
+/// The summary line's counts.
+fn parse_summary(line: &str) -> Summary {
+    let mut summary = Summary::default();
+    for pair in line.split_whitespace() {
+        let (name, value) = pair.split_once('=').expect("name=value");
+        let value: u64 = value.parse().expect("a count");
+        match name {
+            "applied" => summary.applied = value,
+            "duplicate" => summary.duplicate = value,
+            "failed" => summary.failed = value,
+            "rejected" => summary.rejected = value,
+            "dead_lettered" => summary.dead_lettered = value,
+            "refused" => summary.refused = value,
+            other => panic!("an unknown count in the summary: {other}"),
+        }
+    }
+    summary
+}
+
+#[test]
+fn a_scrape_during_and_after_a_run_counts_what_its_summary_says() {
+    let fixture = Fixture::new();
+    assert!(
+        run_consumer(&fixture, &["open-account", "1", "1000"])
+            .status
+            .success()
+    );
+    let mut child = consumer(&fixture)
+        .args(["run", "--metrics-addr", "127.0.0.1:0", "--progress-lines"])
+        .args(["--batch-size", "1", "--max-attempts", "2", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start the consumer");
+    let mut stderr = BufReader::new(child.stderr.take().expect("stderr")).lines();
+    let addr = loop {
+        let line = stderr
+            .next()
+            .expect("the address line")
+            .expect("read stderr");
+        if let Some(url) = line.strip_prefix("metrics: serving http://") {
+            break url
+                .strip_suffix("/metrics")
+                .expect("the metrics path")
+                .to_owned();
+        }
+    };
+    let mut stdin = child.stdin.take().expect("stdin");
+
+    // During: one batch per message, so the progress lines say exactly
+    // what has committed when the scrape is taken.
+    writeln!(stdin, "{}", first_part().join("\n")).expect("write input");
+    let committed = follow_progress(&mut stderr, first_part().len());
+    let during = scrape(&addr);
+    let counted: f64 = series(&during, DELIVERIES).values().sum();
+    assert_eq!(counted as u64, committed, "mid-run:\n{during}");
+
+    // After: everything committed, then the input ends and the summary
+    // is printed; nothing can change in between.
+    writeln!(stdin, "{}", second_part().join("\n")).expect("write input");
+    follow_progress(&mut stderr, second_part().len());
+    let after = scrape(&addr);
+    drop(stdin);
+    let output = child.wait_with_output().expect("the run ends");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let summary = parse_summary(stdout.lines().last().expect("a summary line"));
+    assert!(
+        summary.applied > 0
+            && summary.duplicate > 0
+            && summary.failed > 0
+            && summary.dead_lettered > 0,
+        "the run was meant to have every outcome: {summary}"
+    );
+    if let Some(why) = disagreement(&after, &summary) {
+        panic!("{why}\n{after}");
+    }
+    assert!(
+        !during.contains("message_id") && !after.contains("p-1"),
+        "a message id in a label:\n{after}"
+    );
+}
+
+/// Fails its first batch with a storage error, as an outage would.
+struct FirstBatchRolledBack<I> {
+    inner: I,
+    failed: AtomicBool,
+}
+
+impl<I: Inbox> Inbox for FirstBatchRolledBack<I> {
+    fn deliver_batch(&mut self, batch: &[Delivery<'_>]) -> Result<Vec<Outcome>, StorageError> {
+        if !self.failed.swap(true, Ordering::SeqCst) {
+            return Err(StorageError::new(StorageFault::Other, "a test's outage"));
+        }
+        self.inner.deliver_batch(batch)
+    }
+}
+
+/// Runs the whole input in this process, one batch per message, watched
+/// by `meter`; the summary.
+fn run_watched(meter: Arc<dyn Meter>) -> Summary {
+    let fixture = Fixture::new();
+    let database = fixture.database();
+    database
+        .with_tables(|tables| tables.open_account(1, 1000))
+        .expect("an account");
+    let mut input = first_part();
+    input.extend(second_part());
+    let source = LinesSource::new(
+        Box::new(Cursor::new(input.join("\n").into_bytes())),
+        Rejects::to_json_lines(std::io::sink()),
+        ProgressBar::hidden(),
+    );
+    let options = Options {
+        workers: 1,
+        batch_size: 1,
+        meter,
+        ..Options::default()
+    };
+    let policy = {{crate_name}}::inbox::Policy { max_attempts: 2 };
+    let open = move || {
+        Ok(FirstBatchRolledBack {
+            inner: database.inbox(policy)?,
+            failed: AtomicBool::new(false),
+        })
+    };
+    let runtime = tokio::runtime::Runtime::new().expect("a runtime");
+    let report = runtime
+        .block_on(pipeline::run_until(
+            Box::new(source),
+            handlers::all(),
+            open,
+            options,
+            Arc::new(Stop::default()),
+        ))
+        .expect("the run");
+    report.summary
+}
+
+#[test]
+fn a_miscounting_exporter_is_caught() {
+    let real = Arc::new(Metrics::default());
+    let summary = run_watched(real.clone());
+    assert!(summary.failed > 0 && summary.duplicate > 0, "{summary}");
+    assert_eq!(disagreement(&real.render(), &summary), None);
+
+    let duplicates = Arc::new(DuplicatesCountedAsApplied::default());
+    let summary = run_watched(duplicates.clone());
+    assert!(
+        disagreement(&duplicates.0.render(), &summary).is_some(),
+        "duplicates counted as applied went unnoticed"
+    );
+
+    let rollbacks = Arc::new(RollbacksNotCounted::default());
+    let summary = run_watched(rollbacks.clone());
+    assert!(
+        disagreement(&rollbacks.0.render(), &summary).is_some(),
+        "a rolled-back batch missing from the metrics went unnoticed"
+    );
+}
