@@ -36,6 +36,9 @@ pub trait Store: Clone + Send + Sync + 'static {
     /// Inbox rows per consumer, by consumer name.
     fn inbox_rows(&self) -> Result<Vec<(String, u64)>, StorageError>;
 
+    /// What waits for someone: dead letters and unsent notifications.
+    fn backlog(&self) -> Result<Backlog, StorageError>;
+
     /// Deletes inbox rows, attempt counts and sent notifications older than
     /// `older_than`, in transactions of at most `batch_rows` rows. `progress` gets the running
     /// total of deleted rows.
@@ -46,6 +49,29 @@ pub trait Store: Clone + Send + Sync + 'static {
         progress: &mut dyn FnMut(u64),
     ) -> Result<Purged, StorageError>;
 }
+
+/// What waits in the database for someone to act: dead letters for an
+/// operator, unsent notifications for the relay (see [`Store::backlog`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Backlog {
+    /// Dead letters per consumer, by consumer name.
+    pub dead_letters: Vec<(String, u64)>,
+    /// Notifications neither sent nor parked.
+    pub unsent: u64,
+    /// When the oldest of them was queued, in milliseconds since the Unix
+    /// epoch; `None` when there are none.
+    pub oldest_unsent_at: Option<i64>,
+}
+
+/// [`Backlog::dead_letters`], the same SQL on every database.
+pub const DEAD_LETTERS_PER_CONSUMER: &str =
+    "SELECT consumer, count(*) FROM dead_letters GROUP BY consumer ORDER BY consumer";
+
+/// [`Backlog::unsent`] and [`Backlog::oldest_unsent_at`]: read off the
+/// relay's own index of what is due (`notifications_due`), so a scrape
+/// costs the backlog, not the outbox.
+pub const UNSENT_NOTIFICATIONS: &str = "SELECT count(*), min(queued_at) FROM notifications
+     WHERE sent_at IS NULL AND parked_at IS NULL";
 
 /// What a purge deleted.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

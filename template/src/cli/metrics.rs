@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use clap::Args;
 
+use {{crate_name}}::database::Database;
 use {{crate_name}}::metrics::{Metrics, http};
 use {{crate_name}}::pipeline::{Meter, Unmetered};
 
@@ -21,12 +22,13 @@ pub struct MetricsArgs {
 
 impl MetricsArgs {
     /// What watches the run: metrics served at the address given (on the
-    /// current runtime, until it stops), or nothing.
-    pub async fn meter(&self) -> anyhow::Result<Arc<dyn Meter>> {
+    /// current runtime, until it stops), the backlog read from `database`
+    /// at each scrape; or nothing.
+    pub async fn meter(&self, database: &Database) -> anyhow::Result<Arc<dyn Meter>> {
         let Some(addr) = self.metrics_addr else {
             return Ok(Arc::new(Unmetered));
         };
-        let metrics = Arc::new(Metrics::default());
+        let metrics = Arc::new(Metrics::watching(database.clone()));
         let bound = http::serve(addr, metrics.clone()).await?;
         eprintln!("metrics: serving http://{bound}/metrics");
         Ok(metrics)

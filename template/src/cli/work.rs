@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use clap::Args;
 
-use {{crate_name}}::database::DatabaseOptions;
+use {{crate_name}}::database::{Database, DatabaseOptions};
 use {{crate_name}}::defaults;
 use {{crate_name}}::handler::Handler;
 use {{crate_name}}::handlers;
@@ -57,15 +57,15 @@ impl WorkArgs {
         }
     }
 
-    /// The run's options; starts serving metrics if asked (on the
-    /// current runtime).
-    pub async fn options(&self) -> anyhow::Result<Options> {
+    /// The run's options; starts serving metrics about it and `database`
+    /// if asked (on the current runtime).
+    pub async fn options(&self, database: &Database) -> anyhow::Result<Options> {
         Ok(Options {
             workers: usize::from(self.workers),
             batch_size: usize::from(self.batch_size),
             batch_wait: Duration::from_millis(u64::from(self.batch_wait_ms)),
             progress: self.progress.progress(),
-            meter: self.metrics.meter().await?,
+            meter: self.metrics.meter(database).await?,
             ..Options::default()
         })
     }

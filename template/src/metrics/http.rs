@@ -10,13 +10,24 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use axum::Router;
+use axum::http::StatusCode;
 use axum::http::header::CONTENT_TYPE;
+use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 
 use super::Metrics;
 
 /// The content type of the OpenMetrics text format.
 const OPENMETRICS: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+
+/// A scrape's answer. Rendering may read the database, so it runs on the
+/// blocking pool, never on the runtime's own threads.
+async fn render(metrics: Arc<Metrics>) -> Response {
+    match tokio::task::spawn_blocking(move || metrics.render()).await {
+        Ok(text) => ([(CONTENT_TYPE, OPENMETRICS)], text).into_response(),
+        Err(error) => (StatusCode::INTERNAL_SERVER_ERROR, error.to_string()).into_response(),
+    }
+}
 
 /// Serves `metrics` at `http://{addr}/metrics` until the runtime stops;
 /// returns the address bound.
@@ -27,10 +38,7 @@ pub async fn serve(addr: SocketAddr, metrics: Arc<Metrics>) -> anyhow::Result<So
     let bound = listener
         .local_addr()
         .context("could not read the metrics address")?;
-    let app = Router::new().route(
-        "/metrics",
-        get(move || async move { ([(CONTENT_TYPE, OPENMETRICS)], metrics.render()) }),
-    );
+    let app = Router::new().route("/metrics", get(move || render(metrics.clone())));
     tokio::spawn(async move {
         if let Err(error) = axum::serve(listener, app).await {
             tracing::error!(%error, "the metrics endpoint stopped");

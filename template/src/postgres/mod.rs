@@ -37,7 +37,7 @@ use postgres::{Client, NoTls};
 
 use crate::handlers::Tables;
 use crate::inbox::{Policy, StorageError, StorageFault};
-use crate::store::{Purged, Store};
+use crate::store::{Backlog, DEAD_LETTERS_PER_CONSUMER, Purged, Store, UNSENT_NOTIFICATIONS};
 
 /// Log directives that cap the database driver, whatever `RUST_LOG` says:
 /// its debug and trace output carries every query parameter (message ids,
@@ -221,6 +221,21 @@ impl Store for Database {
             .iter()
             .map(|row| (row.get(0), row.get::<_, i64>(1).unsigned_abs()))
             .collect())
+    }
+
+    fn backlog(&self) -> Result<Backlog, StorageError> {
+        let mut client = self.connect()?;
+        let dead_letters = client
+            .query(DEAD_LETTERS_PER_CONSUMER, &[])?
+            .iter()
+            .map(|row| (row.get(0), row.get::<_, i64>(1).unsigned_abs()))
+            .collect();
+        let unsent = client.query_one(UNSENT_NOTIFICATIONS, &[])?;
+        Ok(Backlog {
+            dead_letters,
+            unsent: unsent.get::<_, i64>(0).unsigned_abs(),
+            oldest_unsent_at: unsent.get(1),
+        })
     }
 
     fn purge(

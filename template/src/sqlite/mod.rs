@@ -29,7 +29,7 @@ use rusqlite::{Connection, TransactionBehavior};
 
 use crate::handlers::Tables;
 use crate::inbox::{Policy, StorageError};
-use crate::store::{Purged, Store};
+use crate::store::{Backlog, DEAD_LETTERS_PER_CONSUMER, Purged, Store, UNSENT_NOTIFICATIONS};
 
 /// Log directives that cap the database driver, whatever `RUST_LOG` says:
 /// none, rusqlite does not log.
@@ -163,6 +163,24 @@ impl Store for Database {
             Ok((row.get(0)?, row.get::<_, i64>(1)?.unsigned_abs()))
         })?;
         Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    fn backlog(&self) -> Result<Backlog, StorageError> {
+        let db = self.connect()?;
+        let dead_letters = db
+            .prepare(DEAD_LETTERS_PER_CONSUMER)?
+            .query_map([], |row| {
+                Ok((row.get(0)?, row.get::<_, i64>(1)?.unsigned_abs()))
+            })?
+            .collect::<Result<_, _>>()?;
+        let (unsent, oldest_unsent_at) = db.query_row(UNSENT_NOTIFICATIONS, [], |row| {
+            Ok((row.get::<_, i64>(0)?.unsigned_abs(), row.get(1)?))
+        })?;
+        Ok(Backlog {
+            dead_letters,
+            unsent,
+            oldest_unsent_at,
+        })
     }
 
     fn purge(

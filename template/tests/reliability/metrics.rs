@@ -6,6 +6,7 @@ use std::io::{BufRead, BufReader, Cursor, Lines, Write};
 use std::process::{ChildStderr, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Instant;
 
 use indicatif::ProgressBar;
 
@@ -116,6 +117,7 @@ fn a_scrape_during_and_after_a_run_counts_what_its_summary_says() {
         }
     };
     let mut stdin = child.stdin.take().expect("stdin");
+    let started = Instant::now();
 
     // During: one batch per message, so the progress lines say exactly
     // what has committed when the scrape is taken.
@@ -147,6 +149,34 @@ fn a_scrape_during_and_after_a_run_counts_what_its_summary_says() {
     assert!(
         !during.contains("message_id") && !after.contains("p-1"),
         "a message id in a label:\n{after}"
+    );
+
+    // What waits in the database, as `status` counts it.
+    let status = run_consumer(&fixture, &["status"]);
+    let status = String::from_utf8_lossy(&status.stdout);
+    let status_count = |name: &str| -> f64 {
+        status
+            .lines()
+            .find_map(|line| line.strip_prefix(name)?.strip_prefix('='))
+            .and_then(|count| count.parse().ok())
+            .unwrap_or_else(|| panic!("no {name} in the status:\n{status}"))
+    };
+    let gauge = |name: &str| -> f64 { series(&after, name).values().sum() };
+    assert_eq!(
+        gauge("inbox_dead_letters"),
+        status_count("dead_letters"),
+        "{after}"
+    );
+    let unsent = gauge("outbox_unsent_notifications");
+    assert_eq!(unsent, status_count("notifications"), "{after}");
+    assert!(unsent > 0.0, "the run was meant to queue notifications");
+    // The oldest was queued after the input began, so it cannot have
+    // waited longer than that (plus the millisecond the clock rounds to).
+    let age = gauge("outbox_oldest_unsent_age_seconds");
+    let bound = started.elapsed().as_secs_f64() + 0.002;
+    assert!(
+        (0.0..=bound).contains(&age),
+        "waited {age} s of at most {bound} s"
     );
 }
 
