@@ -39,6 +39,12 @@ pub trait Store: Clone + Send + Sync + 'static {
     /// What waits for someone: dead letters and unsent notifications.
     fn backlog(&self) -> Result<Backlog, StorageError>;
 
+    /// The tables of this consumer's schema that the database does not
+    /// have (none: migrated), on a connection of its own that gives up
+    /// quickly; an error if the database cannot be reached. Never creates
+    /// anything.
+    fn missing_tables(&self) -> Result<Vec<String>, StorageError>;
+
     /// Deletes inbox rows, attempt counts and sent notifications older than
     /// `older_than`, in transactions of at most `batch_rows` rows. `progress` gets the running
     /// total of deleted rows.
@@ -73,10 +79,47 @@ pub const DEAD_LETTERS_PER_CONSUMER: &str =
 pub const UNSENT_NOTIFICATIONS: &str = "SELECT count(*), min(queued_at) FROM notifications
      WHERE sent_at IS NULL AND parked_at IS NULL";
 
+/// The tables `schema` (a migration's SQL) creates that are not among
+/// `present`, in the schema's order.
+pub fn tables_missing(schema: &str, present: &[String]) -> Vec<String> {
+    tables_created_by(schema)
+        .filter(|table| !present.iter().any(|present| present == table))
+        .map(str::to_owned)
+        .collect()
+}
+
+/// The names after each `CREATE TABLE IF NOT EXISTS` of `schema`.
+fn tables_created_by(schema: &str) -> impl Iterator<Item = &str> {
+    schema
+        .split("CREATE TABLE IF NOT EXISTS ")
+        .skip(1)
+        .filter_map(|rest| rest.split_whitespace().next())
+}
+
 /// What a purge deleted.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Purged {
     pub inbox_rows: u64,
     pub attempt_rows: u64,
     pub sent_notifications: u64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_missing_tables_are_those_the_schema_creates_and_the_database_lacks() {
+        let schema = "-- CREATE TABLE inbox is in a comment
+            CREATE TABLE IF NOT EXISTS inbox (id text);
+            CREATE INDEX IF NOT EXISTS inbox_by_id ON inbox (id);
+            CREATE TABLE IF NOT EXISTS attempts (
+                id text
+            );
+            CREATE TABLE IF NOT EXISTS dead_letters (id text);";
+        let present = ["attempts".to_owned(), "unrelated".to_owned()];
+        assert_eq!(tables_missing(schema, &present), ["inbox", "dead_letters"]);
+        let all = ["inbox", "attempts", "dead_letters"].map(str::to_owned);
+        assert!(tables_missing(schema, &all).is_empty());
+    }
 }

@@ -3,6 +3,7 @@
 
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::time::Duration;
 
 use clap::Args;
 
@@ -13,11 +14,16 @@ use {{crate_name}}::pipeline::{Meter, Unmetered};
 /// Serving metrics.
 #[derive(Args)]
 pub struct MetricsArgs {
-    /// Serve Prometheus metrics at http://HOST:PORT/metrics while running
-    /// (port 0: any free port; the address is printed on stderr). Off by
-    /// default.
+    /// Serve Prometheus metrics at http://HOST:PORT/metrics, and health
+    /// checks at /health/live and /health/ready, while running (port 0: any
+    /// free port; the address is printed on stderr). Off by default.
     #[arg(long, value_name = "HOST:PORT")]
     metrics_addr: Option<SocketAddr>,
+    /// With --metrics-addr: /health/live answers 503 once a batch has been
+    /// in its transaction this long (stuck on a lock, or on a handler that
+    /// never returns), so that an orchestrator restarts the process.
+    #[arg(long, default_value = "5m", value_parser = humantime::parse_duration)]
+    stuck_after: Duration,
 }
 
 impl MetricsArgs {
@@ -29,8 +35,8 @@ impl MetricsArgs {
             return Ok(Arc::new(Unmetered));
         };
         let metrics = Arc::new(Metrics::watching(database.clone()));
-        let bound = http::serve(addr, metrics.clone()).await?;
-        eprintln!("metrics: serving http://{bound}/metrics");
+        let bound = http::serve(addr, metrics.clone(), self.stuck_after).await?;
+        eprintln!("metrics: serving http://{bound}/metrics (and /health/live, /health/ready)");
         Ok(metrics)
     }
 }

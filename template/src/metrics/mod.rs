@@ -1,5 +1,6 @@
-//! Metrics a Prometheus server scrapes: `run` and `consume` with
-//! `--metrics-addr` serve them at `/metrics` (see [`http`]).
+//! Metrics a Prometheus server scrapes, and the health endpoints an
+//! orchestrator polls: `run` and `consume` with `--metrics-addr` serve
+//! them (see [`http`]).
 //!
 //! A consumer that runs for weeks is operated through these, not through
 //! its summary line, so they count exactly what the summary counts: every
@@ -10,30 +11,30 @@
 //! conventions: counters end in `_total`, units are in the name.
 //!
 //! Given the database ([`Metrics::watching`]), a scrape also reads what
-//! waits there: dead letters per consumer, and the outbox's unsent
-//! notifications with the age of the oldest (the relay's lag). Those are
-//! read at scrape time, on a connection of their own, so they are true
-//! whichever process filled them.
+//! waits there (see [`backlog`]), and readiness asks it whether it is
+//! reachable and migrated (see [`health`]).
 //!
 //! The registry is the Prometheus project's own Rust client
 //! (`prometheus-client`): no global state, so every run, and every test,
 //! has registries of its own.
 
+mod backlog;
+pub mod health;
 pub mod http;
 
-use std::sync::atomic::AtomicU64;
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
-use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::{Registry, Unit};
 
-use crate::inbox::{Delivery, Outcome, StorageError, unix_millis};
+use crate::inbox::{Delivery, Outcome, StorageError};
 use crate::pipeline::{BatchEnd, Meter};
 use crate::store::{Backlog, Store};
+use backlog::BacklogGauges;
+use health::InFlight;
 
 /// The outcome label of a delivery rolled back with its whole batch: it
 /// counts as failed, as in the summary line.
@@ -52,36 +53,39 @@ struct ConsumerLabels {
     consumer: &'static str,
 }
 
-/// Whose dead letters a series counts (a name read from the database).
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct DeadLetterLabels {
-    consumer: String,
+/// What the metrics read from the database: a [`Store`] (or, in the unit
+/// tests, a stand-in that can fail on demand).
+trait Watched: Send + Sync {
+    fn backlog(&self) -> Result<Backlog, StorageError>;
+    fn missing_tables(&self) -> Result<Vec<String>, StorageError>;
+}
+
+impl<S: Store> Watched for S {
+    fn backlog(&self) -> Result<Backlog, StorageError> {
+        Store::backlog(self)
+    }
+
+    fn missing_tables(&self) -> Result<Vec<String>, StorageError> {
+        Store::missing_tables(self)
+    }
 }
 
 /// A run's metrics, rendered on demand in the OpenMetrics text format
-/// (which Prometheus scrapes).
+/// (which Prometheus scrapes), and what its health endpoints answer.
 pub struct Metrics {
     registry: Registry,
     deliveries: Family<DeliveryLabels, Counter>,
     redeliveries: Family<ConsumerLabels, Counter>,
     batch_deliveries: Histogram,
     commit_duration: Histogram,
-    backlog: Option<BacklogGauges>,
-}
-
-/// What a scrape reads from the database, and where it puts it.
-struct BacklogGauges {
-    read: Box<dyn Fn() -> Result<Backlog, StorageError> + Send + Sync>,
-    dead_letters: Family<DeadLetterLabels, Gauge>,
-    unsent: Gauge,
-    oldest_unsent_age: Gauge<f64, AtomicU64>,
-    read_failures: Counter,
+    in_flight: InFlight,
+    watched: Option<(Box<dyn Watched>, BacklogGauges)>,
 }
 
 impl std::fmt::Debug for Metrics {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Metrics")
-            .field("reads_backlog", &self.backlog.is_some())
+            .field("watches_a_database", &self.watched.is_some())
             .finish_non_exhaustive()
     }
 }
@@ -122,60 +126,30 @@ impl Default for Metrics {
             redeliveries,
             batch_deliveries,
             commit_duration,
-            backlog: None,
+            in_flight: InFlight::default(),
+            watched: None,
         }
     }
 }
 
 impl Metrics {
-    /// Metrics that also read `store`'s backlog at every scrape.
+    /// Metrics that also read `store` at every scrape and readiness check.
     pub fn watching(store: impl Store) -> Self {
-        Self::reading_backlog(move || store.backlog())
+        Self::watching_any(Box::new(store))
     }
 
-    /// Metrics that also call `read` at every scrape.
-    fn reading_backlog(
-        read: impl Fn() -> Result<Backlog, StorageError> + Send + Sync + 'static,
-    ) -> Self {
+    fn watching_any(watched: Box<dyn Watched>) -> Self {
         let mut metrics = Self::default();
-        let gauges = BacklogGauges {
-            read: Box::new(read),
-            dead_letters: Family::default(),
-            unsent: Gauge::default(),
-            oldest_unsent_age: Gauge::default(),
-            read_failures: Counter::default(),
-        };
-        let registry = &mut metrics.registry;
-        registry.register(
-            "inbox_dead_letters",
-            "Dead letters waiting to be looked at or re-driven, by consumer",
-            gauges.dead_letters.clone(),
-        );
-        registry.register(
-            "outbox_unsent_notifications",
-            "Notifications neither sent nor parked",
-            gauges.unsent.clone(),
-        );
-        registry.register_with_unit(
-            "outbox_oldest_unsent_age",
-            "How long the oldest unsent notification has waited (0 when none is)",
-            Unit::Seconds,
-            gauges.oldest_unsent_age.clone(),
-        );
-        registry.register(
-            "inbox_backlog_read_failures",
-            "Scrapes that could not read the backlog from the database (its gauges then keep their last values)",
-            gauges.read_failures.clone(),
-        );
-        metrics.backlog = Some(gauges);
+        let gauges = BacklogGauges::registered(&mut metrics.registry);
+        metrics.watched = Some((watched, gauges));
         metrics
     }
 
     /// Every series, as a scrape of `/metrics` returns them (reading the
     /// backlog first, if watching a database: this blocks on it).
     pub fn render(&self) -> String {
-        if let Some(gauges) = &self.backlog {
-            gauges.refresh();
+        if let Some((watched, gauges)) = &self.watched {
+            gauges.refresh(watched.backlog());
         }
         let mut text = String::new();
         prometheus_client::encoding::text::encode(&mut text, &self.registry)
@@ -187,32 +161,6 @@ impl Metrics {
         self.deliveries
             .get_or_create(&DeliveryLabels { consumer, outcome })
             .inc();
-    }
-}
-
-impl BacklogGauges {
-    fn refresh(&self) {
-        let backlog = match (self.read)() {
-            Ok(backlog) => backlog,
-            Err(error) => {
-                tracing::warn!(%error, "could not read the backlog for a scrape");
-                self.read_failures.inc();
-                return;
-            }
-        };
-        self.dead_letters.clear();
-        for (consumer, count) in backlog.dead_letters {
-            self.dead_letters
-                .get_or_create(&DeadLetterLabels { consumer })
-                .set(i64::try_from(count).unwrap_or(i64::MAX));
-        }
-        self.unsent
-            .set(i64::try_from(backlog.unsent).unwrap_or(i64::MAX));
-        let now = unix_millis(SystemTime::now());
-        let waited = backlog
-            .oldest_unsent_at
-            .map_or(0, |queued_at| now.saturating_sub(queued_at).max(0));
-        self.oldest_unsent_age.set(waited as f64 / 1000.0);
     }
 }
 
@@ -228,7 +176,12 @@ fn outcome_label(outcome: &Outcome) -> &'static str {
 }
 
 impl Meter for Metrics {
+    fn batch_began(&self) {
+        self.in_flight.began();
+    }
+
     fn batch_ended(&self, deliveries: &[Delivery<'_>], how: BatchEnd<'_>, took: Duration) {
+        self.in_flight.ended();
         let labels: Box<dyn Iterator<Item = &'static str>> = match how {
             BatchEnd::Committed(outcomes) => Box::new(outcomes.iter().map(outcome_label)),
             BatchEnd::RolledBack => Box::new(std::iter::repeat(FAILED)),
@@ -249,9 +202,14 @@ impl Meter for Metrics {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::time::SystemTime;
+
     use super::*;
     use crate::event::{Event, PaymentCaptured};
     use crate::handlers::Debit;
+    use crate::inbox::{StorageFault, unix_millis};
     use crate::message::{Message, MessageId};
 
     fn payment(id: &str) -> Message {
@@ -311,28 +269,50 @@ mod tests {
         );
     }
 
+    /// A database that is there or not, on demand.
+    struct StandIn {
+        reachable: Arc<AtomicBool>,
+        backlog: Backlog,
+        missing: Vec<String>,
+    }
+
+    impl StandIn {
+        fn reach(&self) -> Result<(), StorageError> {
+            if self.reachable.load(Ordering::SeqCst) {
+                Ok(())
+            } else {
+                Err(StorageError::new(StorageFault::Other, "away"))
+            }
+        }
+    }
+
+    impl Watched for StandIn {
+        fn backlog(&self) -> Result<Backlog, StorageError> {
+            self.reach().map(|()| self.backlog.clone())
+        }
+
+        fn missing_tables(&self) -> Result<Vec<String>, StorageError> {
+            self.reach().map(|()| self.missing.clone())
+        }
+    }
+
     fn has_line(text: &str, expected: &str) -> bool {
         text.lines().any(|line| line == expected)
     }
 
     #[test]
     fn a_scrape_reads_the_backlog_and_keeps_it_when_the_database_is_away() {
-        use std::sync::atomic::{AtomicBool, Ordering};
-        let reachable = std::sync::Arc::new(AtomicBool::new(true));
+        let reachable = Arc::new(AtomicBool::new(true));
         let queued_at = unix_millis(SystemTime::now()) - 90_000;
-        let metrics = Metrics::reading_backlog({
-            let reachable = reachable.clone();
-            move || {
-                if !reachable.load(Ordering::SeqCst) {
-                    return Err(StorageError::new(crate::inbox::StorageFault::Other, "away"));
-                }
-                Ok(Backlog {
-                    dead_letters: vec![("debit".to_owned(), 2), ("refund".to_owned(), 1)],
-                    unsent: 7,
-                    oldest_unsent_at: Some(queued_at),
-                })
-            }
-        });
+        let metrics = Metrics::watching_any(Box::new(StandIn {
+            reachable: reachable.clone(),
+            backlog: Backlog {
+                dead_letters: vec![("debit".to_owned(), 2), ("refund".to_owned(), 1)],
+                unsent: 7,
+                oldest_unsent_at: Some(queued_at),
+            },
+            missing: Vec::new(),
+        }));
         let text = metrics.render();
         for expected in [
             r#"inbox_dead_letters{consumer="debit"} 2"#,
@@ -364,7 +344,11 @@ mod tests {
 
     #[test]
     fn no_backlog_is_no_lag() {
-        let metrics = Metrics::reading_backlog(|| Ok(Backlog::default()));
+        let metrics = Metrics::watching_any(Box::new(StandIn {
+            reachable: Arc::new(AtomicBool::new(true)),
+            backlog: Backlog::default(),
+            missing: Vec::new(),
+        }));
         let text = metrics.render();
         assert!(
             has_line(&text, "outbox_oldest_unsent_age_seconds 0.0"),
@@ -372,5 +356,58 @@ mod tests {
         );
         assert!(has_line(&text, "outbox_unsent_notifications 0"), "{text}");
         assert!(!text.contains("inbox_dead_letters{"), "{text}");
+    }
+
+    #[test]
+    fn ready_while_the_database_answers_and_has_every_table() {
+        let reachable = Arc::new(AtomicBool::new(true));
+        let metrics = Metrics::watching_any(Box::new(StandIn {
+            reachable: reachable.clone(),
+            backlog: Backlog::default(),
+            missing: Vec::new(),
+        }));
+        assert_eq!(metrics.readiness(), Ok(()));
+        reachable.store(false, Ordering::SeqCst);
+        let unready = metrics.readiness().expect_err("the database is away");
+        assert!(unready.contains("unreachable"), "{unready}");
+        reachable.store(true, Ordering::SeqCst);
+        assert_eq!(metrics.readiness(), Ok(()));
+
+        let unmigrated = Metrics::watching_any(Box::new(StandIn {
+            reachable,
+            backlog: Backlog::default(),
+            missing: vec!["inbox".to_owned(), "attempts".to_owned()],
+        }));
+        assert_eq!(
+            unmigrated.readiness(),
+            Err("migrations not applied: no table inbox, attempts".to_owned())
+        );
+    }
+
+    #[test]
+    fn live_unless_a_batch_has_run_past_the_limit() {
+        let metrics = Metrics::default();
+        assert_eq!(metrics.liveness(Duration::ZERO), Ok(()), "idle is live");
+        let (message, day) = (payment("a"), Duration::from_secs(86_400));
+        metrics.batch_began();
+        assert_eq!(metrics.liveness(day), Ok(()), "within the limit");
+        let stuck = metrics
+            .liveness(Duration::ZERO)
+            .expect_err("past the limit");
+        assert!(stuck.starts_with("stuck"), "{stuck}");
+        // Another worker ending its batch does not free this one's.
+        std::thread::scope(|scope| {
+            scope.spawn(|| {
+                metrics.batch_began();
+                metrics.batch_ended(&[], BatchEnd::Committed(&[]), Duration::ZERO);
+            });
+        });
+        assert!(metrics.liveness(Duration::ZERO).is_err());
+        metrics.batch_ended(
+            &[Delivery::new(&Debit, &message)],
+            BatchEnd::Committed(&[Outcome::Applied]),
+            Duration::ZERO,
+        );
+        assert_eq!(metrics.liveness(Duration::ZERO), Ok(()));
     }
 }

@@ -25,7 +25,11 @@ pub enum BatchEnd<'a> {
 
 /// Watches a run's transactions.
 pub trait Meter: Send + Sync + std::fmt::Debug {
-    /// A transaction over `deliveries` ended `how`, `took` after it began.
+    /// This worker (the calling thread) begins a transaction.
+    fn batch_began(&self) {}
+
+    /// This worker's transaction over `deliveries` ended `how`, `took`
+    /// after it began.
     fn batch_ended(&self, deliveries: &[Delivery<'_>], how: BatchEnd<'_>, took: Duration);
 }
 

@@ -241,6 +241,7 @@ fn work<I: Inbox>(
             );
             fan_out.push(deliveries.len() - before);
         }
+        options.meter.batch_began();
         let began = Instant::now();
         let delivered = inbox.deliver_batch(&deliveries);
         let how = match &delivered {

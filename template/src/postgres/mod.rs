@@ -37,7 +37,9 @@ use postgres::{Client, NoTls};
 
 use crate::handlers::Tables;
 use crate::inbox::{Policy, StorageError, StorageFault};
-use crate::store::{Backlog, DEAD_LETTERS_PER_CONSUMER, Purged, Store, UNSENT_NOTIFICATIONS};
+use crate::store::{
+    Backlog, DEAD_LETTERS_PER_CONSUMER, Purged, Store, UNSENT_NOTIFICATIONS, tables_missing,
+};
 
 /// Log directives that cap the database driver, whatever `RUST_LOG` says:
 /// its debug and trace output carries every query parameter (message ids,
@@ -51,6 +53,10 @@ pub const QUIET_LOGS: [&str; 2] = ["tokio_postgres=info", "postgres::config=info
 
 /// Every table: the inbox's and the handlers'.
 const SCHEMA: &str = include_str!("schema.sql");
+
+/// How long a health check waits for the server before calling it
+/// unreachable.
+const HEALTH_CHECK_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// Held while the tables are created, so that consumers starting at the
 /// same moment do not race each other's `CREATE TABLE IF NOT EXISTS`.
@@ -236,6 +242,22 @@ impl Store for Database {
             unsent: unsent.get::<_, i64>(0).unsigned_abs(),
             oldest_unsent_at: unsent.get(1),
         })
+    }
+
+    fn missing_tables(&self) -> Result<Vec<String>, StorageError> {
+        let mut config = postgres::Config::from(self.config()?);
+        config.connect_timeout(HEALTH_CHECK_TIMEOUT);
+        let mut client = config.connect(NoTls)?;
+        self.use_schema(&mut client)?;
+        let present: Vec<String> = client
+            .query(
+                "SELECT tablename::text FROM pg_tables WHERE schemaname = current_schema()",
+                &[],
+            )?
+            .iter()
+            .map(|row| row.get(0))
+            .collect();
+        Ok(tables_missing(SCHEMA, &present))
     }
 
     fn purge(

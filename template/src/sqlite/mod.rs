@@ -25,11 +25,13 @@ pub use tables::SqliteTables;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use rusqlite::{Connection, TransactionBehavior};
+use rusqlite::{Connection, OpenFlags, TransactionBehavior};
 
 use crate::handlers::Tables;
 use crate::inbox::{Policy, StorageError};
-use crate::store::{Backlog, DEAD_LETTERS_PER_CONSUMER, Purged, Store, UNSENT_NOTIFICATIONS};
+use crate::store::{
+    Backlog, DEAD_LETTERS_PER_CONSUMER, Purged, Store, UNSENT_NOTIFICATIONS, tables_missing,
+};
 
 /// Log directives that cap the database driver, whatever `RUST_LOG` says:
 /// none, rusqlite does not log.
@@ -181,6 +183,16 @@ impl Store for Database {
             unsent,
             oldest_unsent_at,
         })
+    }
+
+    fn missing_tables(&self) -> Result<Vec<String>, StorageError> {
+        // Read-only: a health check must not create the file it looks for.
+        let db = Connection::open_with_flags(&self.path, OpenFlags::SQLITE_OPEN_READ_ONLY)?;
+        let present: Vec<String> = db
+            .prepare("SELECT name FROM sqlite_schema WHERE type = 'table'")?
+            .query_map([], |row| row.get(0))?
+            .collect::<Result<_, _>>()?;
+        Ok(tables_missing(SCHEMA, &present))
     }
 
     fn purge(

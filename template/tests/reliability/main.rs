@@ -29,8 +29,13 @@ use support::database::Fixture;
 
 /// The consumer binary, pointed at `fixture`'s database.
 fn consumer(fixture: &Fixture) -> Command {
+    consumer_on(&fixture.cli_args())
+}
+
+/// The consumer binary, pointed at a database by `args`.
+fn consumer_on(args: &[String]) -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_{{project-name}}"));
-    command.args(fixture.cli_args());
+    command.args(args);
     command
 }
 

@@ -3,7 +3,7 @@
 //! are caught by the same check.
 
 use std::io::{BufRead, BufReader, Cursor, Lines, Write};
-use std::process::{ChildStderr, Stdio};
+use std::process::{Child, ChildStderr, Command, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
@@ -20,8 +20,8 @@ use {{crate_name}}::store::Store;
 
 use crate::support::broken::{DuplicatesCountedAsApplied, RollbacksNotCounted};
 use crate::support::database::Fixture;
-use crate::support::metrics::{DELIVERIES, disagreement, scrape, series};
-use crate::{consumer, run_consumer};
+use crate::support::metrics::{DELIVERIES, disagreement, get, scrape, series};
+use crate::{consumer, consumer_on, run_consumer};
 
 /// A payment of 10 from account 1 (open) or 9 (missing: it fails, and is
 /// dead-lettered on its second attempt with `--max-attempts 2`).
@@ -87,6 +87,48 @@ fn parse_summary(line: &str) -> Summary {
     summary
 }
 
+/// A `run` reading standard input, serving metrics, printing progress.
+struct Served {
+    child: Child,
+    stderr: Lines<BufReader<ChildStderr>>,
+    /// Where it serves: `127.0.0.1:port`.
+    addr: String,
+}
+
+/// Starts `command` (the consumer on some database) as a `run` of
+/// standard input with `options` that serves metrics on a free port, and
+/// reads the port it printed.
+fn served(mut command: Command, options: &[&str]) -> Served {
+    let mut child = command
+        .args(["run", "--metrics-addr", "127.0.0.1:0", "--progress-lines"])
+        .args(options)
+        .arg("-")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start the consumer");
+    let mut stderr = BufReader::new(child.stderr.take().expect("stderr")).lines();
+    let mut printed = String::new();
+    let addr = loop {
+        let line = stderr
+            .next()
+            .unwrap_or_else(|| panic!("no address printed; stderr:\n{printed}"))
+            .expect("read stderr");
+        printed.push_str(&line);
+        printed.push('\n');
+        if let Some(url) = line.strip_prefix("metrics: serving http://") {
+            let (addr, _) = url.split_once("/metrics").expect("the metrics path");
+            break addr.to_owned();
+        }
+    };
+    Served {
+        child,
+        stderr,
+        addr,
+    }
+}
+
 #[test]
 fn a_scrape_during_and_after_a_run_counts_what_its_summary_says() {
     let fixture = Fixture::new();
@@ -95,27 +137,14 @@ fn a_scrape_during_and_after_a_run_counts_what_its_summary_says() {
             .status
             .success()
     );
-    let mut child = consumer(&fixture)
-        .args(["run", "--metrics-addr", "127.0.0.1:0", "--progress-lines"])
-        .args(["--batch-size", "1", "--max-attempts", "2", "-"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start the consumer");
-    let mut stderr = BufReader::new(child.stderr.take().expect("stderr")).lines();
-    let addr = loop {
-        let line = stderr
-            .next()
-            .expect("the address line")
-            .expect("read stderr");
-        if let Some(url) = line.strip_prefix("metrics: serving http://") {
-            break url
-                .strip_suffix("/metrics")
-                .expect("the metrics path")
-                .to_owned();
-        }
-    };
+    let Served {
+        mut child,
+        mut stderr,
+        addr,
+    } = served(
+        consumer(&fixture),
+        &["--batch-size", "1", "--max-attempts", "2"],
+    );
     let mut stdin = child.stdin.take().expect("stdin");
     let started = Instant::now();
 
@@ -124,6 +153,8 @@ fn a_scrape_during_and_after_a_run_counts_what_its_summary_says() {
     writeln!(stdin, "{}", first_part().join("\n")).expect("write input");
     let committed = follow_progress(&mut stderr, first_part().len());
     let during = scrape(&addr);
+    assert_eq!(get(&addr, "/health/live"), (200, "live\n".to_owned()));
+    assert_eq!(get(&addr, "/health/ready"), (200, "ready\n".to_owned()));
     let counted: f64 = series(&during, DELIVERIES).values().sum();
     assert_eq!(counted as u64, committed, "mid-run:\n{during}");
 
@@ -178,6 +209,49 @@ fn a_scrape_during_and_after_a_run_counts_what_its_summary_says() {
         (0.0..=bound).contains(&age),
         "waited {age} s of at most {bound} s"
     );
+}
+
+#[test]
+fn readiness_follows_the_database_away_and_back() {
+    let fixture = Fixture::new();
+    let outage = fixture.outage();
+    let Served {
+        mut child, addr, ..
+    } = served(consumer_on(outage.args()), &[]);
+    assert_eq!(get(&addr, "/health/ready"), (200, "ready\n".to_owned()));
+
+    outage.begin();
+    let (status, reason) = get(&addr, "/health/ready");
+    assert_eq!(status, 503, "ready with the database away: {reason}");
+    assert!(reason.contains("database unreachable"), "{reason}");
+    // Away is not stuck: nothing is in a transaction.
+    assert_eq!(get(&addr, "/health/live"), (200, "live\n".to_owned()));
+
+    outage.end();
+    assert_eq!(get(&addr, "/health/ready"), (200, "ready\n".to_owned()));
+    drop(child.stdin.take());
+    assert!(child.wait().expect("the run ends").success());
+}
+
+#[test]
+fn not_ready_before_the_migrations() {
+    let fixture = Fixture::new();
+    fixture.execute("DROP TABLE attempts");
+    let Served {
+        mut child, addr, ..
+    } = served(consumer(&fixture), &[]);
+    // `run` migrates as it starts, so it is ready.
+    assert_eq!(get(&addr, "/health/ready"), (200, "ready\n".to_owned()));
+    fixture.execute("DROP TABLE dead_letters");
+    assert_eq!(
+        get(&addr, "/health/ready"),
+        (
+            503,
+            "migrations not applied: no table dead_letters\n".to_owned()
+        )
+    );
+    drop(child.stdin.take());
+    assert!(child.wait().expect("the run ends").success());
 }
 
 /// Fails its first batch with a storage error, as an outage would.

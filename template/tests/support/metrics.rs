@@ -12,15 +12,24 @@ use {{crate_name}}::pipeline::Summary;
 /// The counter of deliveries by consumer and outcome.
 pub const DELIVERIES: &str = "inbox_deliveries_total";
 
-/// The body of `GET /metrics` from `addr` (`host:port`), after checking
-/// that the answer is a 200 in the OpenMetrics text format.
-pub fn scrape(addr: &str) -> String {
-    let mut stream = TcpStream::connect(addr).unwrap_or_else(|error| {
-        panic!("could not connect to the metrics endpoint {addr}: {error}")
-    });
+/// The status code and body of `GET path` from `addr` (`host:port`).
+pub fn get(addr: &str, path: &str) -> (u16, String) {
+    let (head, body) = request(addr, path);
+    let status = head
+        .split_whitespace()
+        .nth(1)
+        .and_then(|code| code.parse().ok())
+        .unwrap_or_else(|| panic!("not an HTTP status line: {head}"));
+    (status, body)
+}
+
+/// The head and body of the answer to `GET path`.
+fn request(addr: &str, path: &str) -> (String, String) {
+    let mut stream = TcpStream::connect(addr)
+        .unwrap_or_else(|error| panic!("could not connect to the endpoint {addr}: {error}"));
     write!(
         stream,
-        "GET /metrics HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
     )
     .expect("send the request");
     let mut answer = String::new();
@@ -28,6 +37,13 @@ pub fn scrape(addr: &str) -> String {
     let (head, body) = answer
         .split_once("\r\n\r\n")
         .unwrap_or_else(|| panic!("not an HTTP answer: {answer:?}"));
+    (head.to_owned(), body.to_owned())
+}
+
+/// The body of `GET /metrics` from `addr`, after checking that the answer
+/// is a 200 in the OpenMetrics text format, whole.
+pub fn scrape(addr: &str) -> String {
+    let (head, body) = request(addr, "/metrics");
     assert!(head.starts_with("HTTP/1.1 200"), "scrape failed: {head}");
     assert!(
         head.to_ascii_lowercase()
@@ -35,7 +51,7 @@ pub fn scrape(addr: &str) -> String {
         "not the OpenMetrics format: {head}"
     );
     assert!(body.ends_with("# EOF\n"), "a cut-off scrape: {body}");
-    body.to_owned()
+    body
 }
 
 /// The value of every series of `name` in `text`, keyed by its labels as

@@ -17,6 +17,7 @@ pub mod figures;
 pub mod harness;
 pub mod kill;
 pub mod metrics;
+pub mod proxy;
 {%- if broker == "nats" %}
 pub mod nats;
 {%- endif %}

@@ -32,6 +32,7 @@ use {{crate_name}}::store::Store;
 use super::PgRaw;
 use super::tripwires::TRIPWIRES;
 use crate::support::harness::InboxWithLetters;
+use crate::support::proxy::Proxy;
 use crate::support::raw::Raw;
 
 /// How to reach a server when none is configured.
@@ -48,6 +49,29 @@ pub fn server_url() -> String {
     let url = std::env::var("DATABASE_URL").unwrap_or_else(|_| panic!("{NO_SERVER}"));
     let separator = if url.contains('?') { '&' } else { '?' };
     format!("{url}{separator}options=-c%20synchronous_commit%3Doff")
+}
+
+/// This database taken away from a consumer and given back, by cutting
+/// and restoring the proxy between them.
+pub struct Outage {
+    proxy: Proxy,
+    args: Vec<String>,
+}
+
+impl Outage {
+    /// The consumer binary's options that point it at the database,
+    /// through the proxy.
+    pub fn args(&self) -> &[String] {
+        &self.args
+    }
+
+    pub fn begin(&self) {
+        self.proxy.cut();
+    }
+
+    pub fn end(&self) {
+        self.proxy.restore();
+    }
 }
 
 /// The pool's name: slots are `inbox_test_<n>_<pool>`, each locked by the
@@ -308,6 +332,34 @@ impl Fixture {
             "--schema".into(),
             self.schema.clone(),
         ]
+    }
+
+    /// A way to take this database away from a consumer and give it back:
+    /// a proxy between them (the server is shared with other tests).
+    pub fn outage(&self) -> Outage {
+        let url = url_with_password(&server_url());
+        let config: postgres::Config = url.parse().expect("a valid DATABASE_URL");
+        let host = match config.get_hosts().first() {
+            Some(postgres::config::Host::Tcp(host)) => host.clone(),
+            _ => panic!("an outage needs a server reached over TCP; DATABASE_URL names none"),
+        };
+        let port = config.get_ports().first().copied().unwrap_or(5432);
+        let proxy = Proxy::to(&format!("{host}:{port}"));
+        let (scheme, rest) = url
+            .split_once("://")
+            .expect("an outage needs DATABASE_URL as a URL (postgres://...)");
+        let (authority, path) = rest.split_once('/').unwrap_or((rest, ""));
+        let user = authority.rsplit_once('@').map_or("", |(user, _)| user);
+        let through = format!("{scheme}://{user}@{}/{path}", proxy.addr());
+        Outage {
+            proxy,
+            args: vec![
+                "--database-url".into(),
+                through,
+                "--schema".into(),
+                self.schema.clone(),
+            ],
+        }
     }
 
     /// What the consumer must never write to its logs: the password.

@@ -51,6 +51,33 @@ fn template() -> &'static [u8] {
 /// The consumer's tables, as its database creates them.
 const TABLES: &str = include_str!("../../../src/sqlite/schema.sql");
 
+/// This database taken away from a consumer and given back: the file is
+/// moved aside (connections already open keep it; a new one finds nothing)
+/// and moved back.
+pub struct Outage {
+    path: PathBuf,
+    args: Vec<String>,
+}
+
+impl Outage {
+    /// The consumer binary's options that point it at the database.
+    pub fn args(&self) -> &[String] {
+        &self.args
+    }
+
+    pub fn begin(&self) {
+        std::fs::rename(&self.path, self.aside()).expect("move the database aside");
+    }
+
+    pub fn end(&self) {
+        std::fs::rename(self.aside(), &self.path).expect("move the database back");
+    }
+
+    fn aside(&self) -> PathBuf {
+        self.path.with_extension("away")
+    }
+}
+
 impl Fixture {
     /// A new database file with the real schema.
     pub fn new() -> Self {
@@ -124,6 +151,14 @@ impl Fixture {
     /// The consumer binary's options that point it at this database.
     pub fn cli_args(&self) -> Vec<String> {
         vec!["--db".into(), self.location()]
+    }
+
+    /// A way to take this database away from a consumer and give it back.
+    pub fn outage(&self) -> Outage {
+        Outage {
+            path: self.path.clone(),
+            args: self.cli_args(),
+        }
     }
 
     /// What the consumer must never write to its logs: where the database
