@@ -8,6 +8,8 @@
 //! * the same pipeline with no inbox (the bare business update), so the
 //!   inbox's cost is a ratio;
 //! * the database's raw limit: inbox rows inserted the fastest plain way;
+//! * the same runs with metrics on (`--metrics-addr`) and off, scraped ten
+//!   times a second, so their cost is a ratio;
 //! * one iteration of the 4 workers x 50 messages parallel scenario (median
 //!   and p99), and the database's reference consumer where it has one;
 //! * peak memory of the `run` binary on the input and on one five times
@@ -30,6 +32,7 @@ use std::io::{BufWriter, Read, Write};
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use indicatif::ProgressBar;
@@ -37,6 +40,8 @@ use indicatif::ProgressBar;
 use {{crate_name}}::handler::Handler;
 use {{crate_name}}::handlers::Debit;
 use {{crate_name}}::inbox::{Delivery, Inbox, Outcome, Policy, StorageError};
+use {{crate_name}}::meter::Unmetered;
+use {{crate_name}}::metrics::Metrics;
 use {{crate_name}}::pipeline::{self, Options, Summary};
 use {{crate_name}}::relay::lines::LinesSink;
 use {{crate_name}}::source::lines::{LinesSource, Rejects};
@@ -54,6 +59,8 @@ const ACCOUNTS: i64 = 1_000;
 /// Each throughput figure is the median of this many runs.
 const REPEATS: usize = 3;
 const DUPLICATE_SHARE: u64 = 30;
+/// How often the metrics table's runs with metrics on are scraped.
+const SCRAPE_EVERY: Duration = Duration::from_millis(100);
 
 fn main() {
     let deliveries = env_number("BENCH_DELIVERIES", 200_000) as usize;
@@ -74,6 +81,7 @@ fn main() {
             .collect(),
     );
     throughput_table(&input, deliveries, raw);
+    metrics_table(&input, deliveries);
     let reference = bench::reference(iterations, folder.path());
     scenario_table(iterations, reference.as_ref());
     memory_table(folder.path(), &input, deliveries);
@@ -166,6 +174,68 @@ fn run_pipeline<I: Inbox + 'static>(
         .expect("pipeline")
         .summary;
     (summary, started.elapsed())
+}
+
+/// Throughput with metrics on (scraped every [`SCRAPE_EVERY`], far more
+/// often than a Prometheus server would) against metrics off, runs
+/// interleaved, median of [`REPEATS`] each.
+fn metrics_table(input: &Path, deliveries: usize) {
+    println!("## Metrics on and off (debit consumer, {deliveries} deliveries)\n");
+    println!(
+        "| transactions | workers | metrics off (deliveries/s) | metrics on (deliveries/s) | on vs off |"
+    );
+    println!("|---|---|---|---|---|");
+    let batched = Options::default().batch_size;
+    let handler: Arc<dyn Handler> = Arc::new(Debit);
+    for (mode, batch_size, workers) in [
+        ("one per delivery".to_owned(), 1, 1),
+        (format!("batched ({batched}), set-based"), batched, 4),
+    ] {
+        let mut off = Vec::new();
+        let mut on = Vec::new();
+        for _ in 0..REPEATS {
+            for metered in [false, true] {
+                let fixture = fresh_fixture();
+                let database = fixture.database();
+                let metrics = Arc::new(Metrics::watching(database.clone()));
+                let options = Options {
+                    workers,
+                    batch_size,
+                    meter: if metered {
+                        metrics.clone()
+                    } else {
+                        Arc::new(Unmetered)
+                    },
+                    ..Options::default()
+                };
+                let scraping = AtomicBool::new(metered);
+                let (summary, took) = std::thread::scope(|scope| {
+                    scope.spawn(|| {
+                        while scraping.load(Ordering::Relaxed) {
+                            metrics.render();
+                            std::thread::sleep(SCRAPE_EVERY);
+                        }
+                    });
+                    let run = run_pipeline(input, options, handler.clone(), move || {
+                        database.inbox(Policy::default())
+                    });
+                    scraping.store(false, Ordering::Relaxed);
+                    run
+                });
+                assert_eq!(summary.failed + summary.rejected, 0, "{summary}");
+                let rate = deliveries as f64 / took.as_secs_f64();
+                if metered { &mut on } else { &mut off }.push(rate);
+            }
+        }
+        let (off, on) = (median(off), median(on));
+        println!(
+            "| {mode} | {workers} | {} | {} | {:.0}% |",
+            thousands(off),
+            thousands(on),
+            100.0 * on / off
+        );
+    }
+    println!();
 }
 
 fn throughput_table(input: &Path, deliveries: usize, raw: f64) {

@@ -13,7 +13,8 @@
 //! * [`relay`]: sending the outbox's notifications, at least once, with keys
 //!   their receivers can dedupe;
 //! * [`retention`]: purging old inbox rows without letting late duplicates through;
-//! * [`metrics`]: what a Prometheus server scrapes from a running consumer;
+//! * [`meter`] and [`metrics`]: what a running consumer tells its watchers, and
+//!   the Prometheus metrics and health endpoints built on it;
 //! * [`progress`] and [`stop`]: following a run from outside, and ending it.
 
 pub mod defaults;
@@ -23,6 +24,7 @@ pub mod handler;
 pub mod handlers;
 pub mod inbox;
 pub mod message;
+pub mod meter;
 pub mod metrics;
 pub mod pipeline;
 pub mod progress;

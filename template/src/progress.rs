@@ -44,12 +44,21 @@ impl Progress {
         let Some(lines) = &self.lines else {
             return;
         };
-        eprintln!("{line}");
+        note(line);
         let printed = lines.printed.fetch_add(1, Ordering::SeqCst) + 1;
         if lines.pause_after == Some(printed) {
             pause();
         }
     }
+}
+
+/// Writes `line` to stderr, and nothing when it cannot: a closed stderr (a
+/// log pipe whose reader went away) must not panic a worker that reports
+/// progress, or the task that stops the run on a signal, as `eprintln!`
+/// would.
+pub fn note(line: std::fmt::Arguments<'_>) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr().lock(), "{line}");
 }
 
 /// Stops this process until it receives SIGCONT (or is killed).

@@ -7,6 +7,8 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use crate::progress::note;
+
 /// A request to stop, raised by a signal (or by whoever embeds a command).
 #[derive(Default)]
 pub struct Stop {
@@ -39,10 +41,14 @@ pub async fn on_signals(stop: Arc<Stop>) {
     if signal().await.is_err() {
         return;
     }
-    eprintln!("stopping: finishing what was already taken (interrupt again to quit now)");
+    note(format_args!(
+        "stopping: finishing what was already taken (interrupt again to quit now)"
+    ));
     stop.raise();
     if signal().await.is_ok() {
-        eprintln!("interrupted twice: quitting; what was not committed will come again");
+        note(format_args!(
+            "interrupted twice: quitting; what was not committed will come again"
+        ));
         std::process::exit(130);
     }
 }

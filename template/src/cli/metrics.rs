@@ -8,8 +8,9 @@ use std::time::Duration;
 use clap::Args;
 
 use {{crate_name}}::database::Database;
+use {{crate_name}}::meter::{Meter, Unmetered};
 use {{crate_name}}::metrics::{Metrics, http};
-use {{crate_name}}::pipeline::{Meter, Unmetered};
+use {{crate_name}}::progress::note;
 
 /// Serving metrics.
 #[derive(Args)]
@@ -36,7 +37,9 @@ impl MetricsArgs {
         };
         let metrics = Arc::new(Metrics::watching(database.clone()));
         let bound = http::serve(addr, metrics.clone(), self.stuck_after).await?;
-        eprintln!("metrics: serving http://{bound}/metrics (and /health/live, /health/ready)");
+        note(format_args!(
+            "metrics: serving http://{bound}/metrics (and /health/live, /health/ready)"
+        ));
         Ok(metrics)
     }
 }

@@ -9,11 +9,12 @@ use anyhow::Context;
 use clap::{Args, Subcommand};
 
 use {{crate_name}}::database::{Database, DatabaseOptions};
-use {{crate_name}}::relay::{self, Queue, RelayPolicy, Until};
+use {{crate_name}}::relay::{self, Queue, RelayPolicy, Until, Watch};
 use {{crate_name}}::stop::{self, Stop};
 use {{crate_name}}::store::Store;
 
 use super::broker::SinkOptions;
+use super::metrics::MetricsArgs;
 use super::output::outln;
 use super::progress::ProgressArgs;
 
@@ -59,6 +60,8 @@ pub struct SendArgs {
     until_done: bool,
     #[command(flatten)]
     progress: ProgressArgs,
+    #[command(flatten)]
+    metrics: MetricsArgs,
 }
 
 pub fn execute(command: RelayCommand, database: &DatabaseOptions) -> anyhow::Result<ExitCode> {
@@ -99,16 +102,21 @@ fn send(args: SendArgs, database: Database) -> anyhow::Result<ExitCode> {
     let stop = Arc::new(Stop::default());
     runtime.spawn(stop::on_signals(stop.clone()));
     let mut queue = database.relay_queue()?;
+    let meter = runtime.block_on(args.metrics.meter(&database))?;
     let mut sink = runtime.block_on(args.sink.open())?;
     let counts = runtime.block_on(runtime.spawn_blocking(move || {
+        let watch = Watch {
+            until,
+            stop: &stop,
+            progress: &args.progress.progress(),
+            meter: meter.as_ref(),
+        };
         relay::relay(
             &mut queue,
             sink.as_mut(),
             usize::from(args.batch_size),
             policy,
-            until,
-            &stop,
-            &args.progress.progress(),
+            watch,
         )
     }))??;
     outln!("{counts}")?;

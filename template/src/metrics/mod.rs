@@ -6,7 +6,7 @@
 //! its summary line, so they count exactly what the summary counts: every
 //! delivery once, by consumer and outcome, from the same outcomes the
 //! pipeline settles by (it calls [`Metrics`] through the backend-neutral
-//! [`crate::pipeline::Meter`]). Labels are bounded: a consumer's name and
+//! [`crate::meter::Meter`]). Labels are bounded: a consumer's name and
 //! one of five outcomes, never a message id. Names follow Prometheus
 //! conventions: counters end in `_total`, units are in the name.
 //!
@@ -31,7 +31,8 @@ use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::{Registry, Unit};
 
 use crate::inbox::{Delivery, Outcome, StorageError};
-use crate::pipeline::{BatchEnd, Meter};
+use crate::meter::{BatchEnd, Meter};
+use crate::relay::RelayCounts;
 use crate::store::{Backlog, Store};
 use backlog::BacklogGauges;
 use health::InFlight;
@@ -70,6 +71,13 @@ impl<S: Store> Watched for S {
     }
 }
 
+/// Which notifications a series counts: `sent` (confirmed), `already_there`
+/// (the receiver had it: a resend), `failed` (retried later), `parked`.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct RelayLabels {
+    outcome: &'static str,
+}
+
 /// A run's metrics, rendered on demand in the OpenMetrics text format
 /// (which Prometheus scrapes), and what its health endpoints answer.
 pub struct Metrics {
@@ -78,6 +86,7 @@ pub struct Metrics {
     redeliveries: Family<ConsumerLabels, Counter>,
     batch_deliveries: Histogram,
     commit_duration: Histogram,
+    relay_sends: Family<RelayLabels, Counter>,
     in_flight: InFlight,
     watched: Option<(Box<dyn Watched>, BacklogGauges)>,
 }
@@ -98,6 +107,7 @@ impl Default for Metrics {
         let batch_deliveries = Histogram::new(exponential_buckets(1.0, 2.0, 11));
         // 0.25 ms to about 4 s.
         let commit_duration = Histogram::new(exponential_buckets(0.000_25, 2.0, 15));
+        let relay_sends = Family::<RelayLabels, Counter>::default();
         let mut registry = Registry::default();
         registry.register(
             "inbox_deliveries",
@@ -120,12 +130,18 @@ impl Default for Metrics {
             Unit::Seconds,
             commit_duration.clone(),
         );
+        registry.register(
+            "relay_notifications",
+            "Notifications the relay sent, by outcome (sent, already_there, failed, parked)",
+            relay_sends.clone(),
+        );
         Self {
             registry,
             deliveries,
             redeliveries,
             batch_deliveries,
             commit_duration,
+            relay_sends,
             in_flight: InFlight::default(),
             watched: None,
         }
@@ -197,6 +213,21 @@ impl Meter for Metrics {
         }
         self.batch_deliveries.observe(deliveries.len() as f64);
         self.commit_duration.observe(took.as_secs_f64());
+    }
+
+    fn relayed(&self, counts: &RelayCounts) {
+        for (outcome, count) in [
+            ("sent", counts.sent - counts.already_there),
+            ("already_there", counts.already_there),
+            ("failed", counts.failed),
+            ("parked", counts.parked),
+        ] {
+            if count > 0 {
+                self.relay_sends
+                    .get_or_create(&RelayLabels { outcome })
+                    .inc_by(count);
+            }
+        }
     }
 }
 
@@ -409,5 +440,34 @@ mod tests {
             Duration::ZERO,
         );
         assert_eq!(metrics.liveness(Duration::ZERO), Ok(()));
+    }
+
+    #[test]
+    fn relay_sends_are_counted_by_outcome_each_once() {
+        let metrics = Metrics::default();
+        metrics.relayed(&RelayCounts {
+            sent: 5,
+            already_there: 2,
+            failed: 1,
+            parked: 0,
+        });
+        metrics.relayed(&RelayCounts {
+            sent: 1,
+            already_there: 0,
+            failed: 0,
+            parked: 3,
+        });
+        let text = metrics.render();
+        for expected in [
+            r#"relay_notifications_total{outcome="sent"} 4"#,
+            r#"relay_notifications_total{outcome="already_there"} 2"#,
+            r#"relay_notifications_total{outcome="failed"} 1"#,
+            r#"relay_notifications_total{outcome="parked"} 3"#,
+        ] {
+            assert!(
+                has_line(&text, expected),
+                "missing `{expected}` in:\n{text}"
+            );
+        }
     }
 }

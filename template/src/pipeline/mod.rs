@@ -23,10 +23,8 @@
 //! The source and the workers block (files, database clients), so they run
 //! on tokio's blocking pool; the async side waits for them and for signals.
 
-mod meter;
 mod summary;
 
-pub use meter::{BatchEnd, Meter, Unmetered};
 pub use summary::Summary;
 
 use std::collections::VecDeque;
@@ -39,6 +37,7 @@ use crossbeam_channel::{Receiver, Sender};
 use crate::handler::Handler;
 use crate::inbox::{Delivery, Inbox, Outcome, StorageError};
 use crate::message::Message;
+use crate::meter::{BatchEnd, Meter, Unmetered};
 use crate::progress::Progress;
 use crate::source::{Incoming, Source, Stop, Verdict};
 

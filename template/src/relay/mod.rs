@@ -32,6 +32,7 @@ use std::time::{Duration, Instant};
 
 use crate::handlers::Notification;
 use crate::inbox::StorageError;
+use crate::meter::Meter;
 use crate::progress::Progress;
 use crate::stop::Stop;
 
@@ -241,22 +242,39 @@ pub enum Until {
     Stopped,
 }
 
-/// Relays batch after batch until `until` (or a stop), waiting `poll`
-/// whenever nothing is due.
+/// How a relay loop runs besides what it sends: when it ends, and who
+/// watches it.
+#[derive(Clone, Copy)]
+pub struct Watch<'a> {
+    pub until: Until,
+    pub stop: &'a Stop,
+    /// Where each batch is reported once sent, before it is marked.
+    pub progress: &'a Progress,
+    /// Told each batch's counts once it is marked (metrics).
+    pub meter: &'a dyn Meter,
+}
+
+/// Relays batch after batch until `watch.until` (or a stop), waiting
+/// `poll` whenever nothing is due.
 pub fn relay(
     queue: &mut dyn Queue,
     sink: &mut dyn Sink,
     limit: usize,
     policy: RelayPolicy,
-    until: Until,
-    stop: &Stop,
-    progress: &Progress,
+    watch: Watch<'_>,
 ) -> Result<RelayCounts, RelayError> {
+    let Watch {
+        until,
+        stop,
+        progress,
+        meter,
+    } = watch;
     let poll = Duration::from_millis(100);
     let mut total = RelayCounts::default();
     while !stop.is_raised() {
         let started = Instant::now();
         let counts = relay_batch(queue, sink, limit, policy, progress)?;
+        meter.relayed(&counts);
         total.sent += counts.sent;
         total.already_there += counts.already_there;
         total.failed += counts.failed;

@@ -6,6 +6,7 @@
 //! * `crash`: the relay killed between sending and marking sends again,
 //!   and the receiver applies each notification once;
 //! * `relays`: two relays at once never send the same row at the same time;
+//! * `metrics`: a running relay's scrape agrees with its summary and the outbox;
 //! * `teeth`: known-broken relays (marking before sending, a key that
 //!   changes on resend, deleting a failing row) are caught.
 
@@ -13,6 +14,7 @@
 mod support;
 
 mod crash;
+mod metrics;
 mod relays;
 mod sends;
 mod teeth;

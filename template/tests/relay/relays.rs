@@ -5,8 +5,9 @@
 use std::collections::BTreeSet;
 use std::sync::Barrier;
 
+use {{crate_name}}::meter::Unmetered;
 use {{crate_name}}::progress::Progress;
-use {{crate_name}}::relay::{Outgoing, RelayPolicy, Sent, Sink, Until, relay};
+use {{crate_name}}::relay::{Outgoing, RelayPolicy, Sent, Sink, Until, Watch, relay};
 use {{crate_name}}::stop::Stop;
 use {{crate_name}}::store::Store;
 
@@ -56,9 +57,12 @@ fn two_relays_at_once_never_send_a_row_twice() {
                 &mut one,
                 5,
                 policy,
-                Until::Done,
-                &stop,
-                &Progress::default(),
+                Watch {
+                    until: Until::Done,
+                    stop: &stop,
+                    progress: &Progress::default(),
+                    meter: &Unmetered,
+                },
             )
         });
         let b = scope.spawn(|| {
@@ -67,9 +71,12 @@ fn two_relays_at_once_never_send_a_row_twice() {
                 &mut two,
                 5,
                 policy,
-                Until::Done,
-                &stop,
-                &Progress::default(),
+                Watch {
+                    until: Until::Done,
+                    stop: &stop,
+                    progress: &Progress::default(),
+                    meter: &Unmetered,
+                },
             )
         });
         (a.join().unwrap().unwrap(), b.join().unwrap().unwrap())

@@ -4,8 +4,11 @@
 use std::collections::BTreeSet;
 use std::time::Duration;
 
+use {{crate_name}}::meter::Unmetered;
 use {{crate_name}}::progress::Progress;
-use {{crate_name}}::relay::{Outgoing, Queue, RelayPolicy, Sent, Sink, Until, relay, relay_batch};
+use {{crate_name}}::relay::{
+    Outgoing, Queue, RelayPolicy, Sent, Sink, Until, Watch, relay, relay_batch,
+};
 use {{crate_name}}::stop::Stop;
 use {{crate_name}}::store::Store;
 
@@ -22,9 +25,12 @@ fn every_notification_is_sent_once_with_its_key_and_marked_sent() {
         &mut sink,
         7,
         policy,
-        Until::Done,
-        &Stop::default(),
-        &Progress::default(),
+        Watch {
+            until: Until::Done,
+            stop: &Stop::default(),
+            progress: &Progress::default(),
+            meter: &Unmetered,
+        },
     )
     .unwrap();
     assert_eq!(counts.sent, 60, "30 payments x 2 channels");
@@ -69,9 +75,12 @@ fn a_failing_send_is_retried_then_parked_not_deleted_and_can_be_requeued() {
         &mut sink,
         4,
         policy,
-        Until::Done,
-        &Stop::default(),
-        &Progress::default(),
+        Watch {
+            until: Until::Done,
+            stop: &Stop::default(),
+            progress: &Progress::default(),
+            meter: &Unmetered,
+        },
     )
     .unwrap();
     assert_eq!(
@@ -97,9 +106,12 @@ fn a_failing_send_is_retried_then_parked_not_deleted_and_can_be_requeued() {
         &mut healthy,
         4,
         policy,
-        Until::Done,
-        &Stop::default(),
-        &Progress::default(),
+        Watch {
+            until: Until::Done,
+            stop: &Stop::default(),
+            progress: &Progress::default(),
+            meter: &Unmetered,
+        },
     )
     .unwrap();
     assert_eq!(counts.sent, 1);

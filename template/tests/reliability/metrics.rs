@@ -12,8 +12,9 @@ use indicatif::ProgressBar;
 
 use {{crate_name}}::handlers;
 use {{crate_name}}::inbox::{Delivery, Inbox, Outcome, StorageError, StorageFault};
+use {{crate_name}}::meter::Meter;
 use {{crate_name}}::metrics::Metrics;
-use {{crate_name}}::pipeline::{self, Meter, Options, PROGRESS_LINE, Summary};
+use {{crate_name}}::pipeline::{self, Options, PROGRESS_LINE, Summary};
 use {{crate_name}}::source::lines::{LinesSource, Rejects};
 use {{crate_name}}::stop::Stop;
 use {{crate_name}}::store::Store;

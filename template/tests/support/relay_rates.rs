@@ -8,8 +8,11 @@
 use std::time::Instant;
 
 use {{crate_name}}::handlers::{CHANNELS, Notification, Outbox};
+use {{crate_name}}::meter::Unmetered;
 use {{crate_name}}::progress::Progress;
-use {{crate_name}}::relay::{Outgoing, RelayPolicy, Sent, Sink, Until, idempotency_key, relay};
+use {{crate_name}}::relay::{
+    Outgoing, RelayPolicy, Sent, Sink, Until, Watch, idempotency_key, relay,
+};
 use {{crate_name}}::stop::Stop;
 use {{crate_name}}::store::Store;
 
@@ -75,9 +78,12 @@ fn relay_rate(fixture: &Fixture, rows: usize, sink: &mut dyn Sink) -> f64 {
         sink,
         RELAY_BATCH,
         RelayPolicy::default(),
-        Until::Done,
-        &Stop::default(),
-        &Progress::default(),
+        Watch {
+            until: Until::Done,
+            stop: &Stop::default(),
+            progress: &Progress::default(),
+            meter: &Unmetered,
+        },
     )
     .expect("relay");
     let seconds = started.elapsed().as_secs_f64();

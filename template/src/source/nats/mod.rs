@@ -45,6 +45,7 @@ use tokio::sync::mpsc;
 
 use super::{Acknowledge, Incoming, Source, Stop, Verdict};
 use crate::envelope::parse_line;
+use crate::progress::note;
 
 /// Messages a pull asks for at once. The ack wait starts when the server
 /// sends a message, time spent in this client's buffer included, so pulls
@@ -217,7 +218,9 @@ impl NatsSource {
                 ack,
             }),
             Err(reason) => {
-                eprintln!("stream sequence {sequence}: rejected: {reason}");
+                note(format_args!(
+                    "stream sequence {sequence}: rejected: {reason}"
+                ));
                 ack.settle(Verdict::Parked);
                 *rejected += 1;
                 None

@@ -4,8 +4,8 @@
 use std::time::Duration;
 
 use {{crate_name}}::inbox::{Delivery, Outcome};
+use {{crate_name}}::meter::{BatchEnd, Meter};
 use {{crate_name}}::metrics::Metrics;
-use {{crate_name}}::pipeline::{BatchEnd, Meter};
 
 /// Counts a duplicate as applied: a dashboard that shows every redelivery
 /// as new work, and hides that the inbox is doing its job.

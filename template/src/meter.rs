@@ -1,0 +1,50 @@
+//! What a consumer tells whoever watches it from outside, one batch at a
+//! time: the seam between the work (the pipeline's transactions, the
+//! relay's sends) and a metrics backend. This crate's backend is
+//! Prometheus (`crate::metrics`); another one implements the same trait,
+//! and neither the pipeline nor the relay changes.
+//!
+//! Both call it right after a batch ended, with the same outcomes they
+//! count in their summaries ([`crate::pipeline::Summary`],
+//! [`RelayCounts`]), so what a dashboard shows and what the summary line
+//! says cannot drift apart. An implementation must be cheap and must never
+//! block: it sits on the path of every batch.
+
+use std::time::Duration;
+
+use crate::inbox::{Delivery, Outcome};
+use crate::relay::RelayCounts;
+
+/// How a transaction over a batch ended.
+#[derive(Clone, Copy, Debug)]
+pub enum BatchEnd<'a> {
+    /// Committed, with one outcome per delivery, in the batch's order.
+    Committed(&'a [Outcome]),
+    /// Rolled back by a storage error: every delivery failed and comes
+    /// back on redelivery.
+    RolledBack,
+}
+
+/// Watches a consumer's batches.
+pub trait Meter: Send + Sync + std::fmt::Debug {
+    /// This worker (the calling thread) begins a transaction.
+    fn batch_began(&self) {}
+
+    /// This worker's transaction over `deliveries` ended `how`, `took`
+    /// after it began.
+    fn batch_ended(&self, deliveries: &[Delivery<'_>], how: BatchEnd<'_>, took: Duration);
+
+    /// The relay sent a batch of notifications and marked it: `counts`
+    /// is that batch's.
+    fn relayed(&self, counts: &RelayCounts) {
+        let _ = counts;
+    }
+}
+
+/// Watches nothing: a command without `--metrics-addr`.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Unmetered;
+
+impl Meter for Unmetered {
+    fn batch_ended(&self, _: &[Delivery<'_>], _: BatchEnd<'_>, _: Duration) {}
+}

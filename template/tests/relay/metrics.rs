@@ -1,0 +1,83 @@
+//! `relay send --metrics-addr`: what a scrape of a running relay counts
+//! (its sends by outcome, the backlog it left) agrees with its summary
+//! line and with the outbox.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::outbox_with;
+use crate::support::metrics::{scrape, series};
+
+/// The longest a relay may take to send a few dozen rows before the test
+/// calls it hung.
+const HUNG: Duration = Duration::from_secs(120);
+
+#[test]
+fn a_scrape_of_a_running_relay_counts_its_sends_and_the_backlog_left() {
+    let fixture = outbox_with(20);
+    let rows = 40.0;
+    let folder = tempfile::tempdir().unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_{{project-name}}"))
+        .args(fixture.cli_args())
+        .args(["relay", "send", "--batch-size", "7", "--output"])
+        .arg(folder.path().join("sent.jsonl"))
+        .args(["--metrics-addr", "127.0.0.1:0"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start the relay");
+    // Its stderr is closed once the address is read: stopping must work
+    // all the same (the signal task once panicked on a closed stderr, and
+    // the relay never stopped).
+    let stderr = BufReader::new(child.stderr.take().expect("stderr"));
+    let addr = stderr
+        .lines()
+        .map_while(Result::ok)
+        .find_map(|line| {
+            let url = line.strip_prefix("metrics: serving http://")?;
+            Some(url.split_once("/metrics")?.0.to_owned())
+        })
+        .expect("the relay printed where it serves");
+
+    // The counters move only after a batch is marked sent, so once they
+    // add up to every row, the outbox must be empty.
+    let started = Instant::now();
+    let text = loop {
+        let text = scrape(&addr);
+        let counted: f64 = series(&text, "relay_notifications_total").values().sum();
+        if counted >= rows {
+            break text;
+        }
+        assert!(started.elapsed() < HUNG, "the relay hung:\n{text}");
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    let sends = series(&text, "relay_notifications_total");
+    assert_eq!(sends.get(r#"outcome="sent""#), Some(&rows), "{text}");
+    assert_eq!(sends.values().sum::<f64>(), rows, "sent twice?\n{text}");
+    let gauge = |name: &str| series(&text, name).values().sum::<f64>();
+    assert_eq!(gauge("outbox_unsent_notifications"), 0.0, "{text}");
+    assert_eq!(gauge("outbox_oldest_unsent_age_seconds"), 0.0, "{text}");
+
+    // SIGTERM: the relay stops and prints what it did, the same counts.
+    // SAFETY: kill() only sends a signal to the child, which is ours.
+    unsafe {
+        libc::kill(child.id() as i32, libc::SIGTERM);
+    }
+    let stopping = Instant::now();
+    while child.try_wait().expect("the relay's status").is_none() {
+        if stopping.elapsed() > HUNG {
+            let _ = child.kill();
+            panic!("the relay did not stop on SIGTERM");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let output = child.wait_with_output().expect("the relay ends");
+    assert!(output.status.success(), "{}", output.status);
+    let summary = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(
+        summary.trim(),
+        "sent=40 already_there=0 failed=0 parked=0",
+        "{text}"
+    );
+}
