@@ -116,12 +116,27 @@ fn no_template_syntax_survives_generation() {
         };
         for marker in ["{{", "{%"] {
             for (at, _) in text.match_indices(marker) {
-                // GitHub Actions expressions are meant to survive.
+                // GitHub Actions expressions and Grafana's legend
+                // templates (`{{label}}`) are meant to survive.
                 let github_expression = file.starts_with(".github/") && text[..at].ends_with('$');
-                assert!(github_expression, "{file} keeps `{marker}` at byte {at}");
+                let grafana_legend = file.starts_with("dashboards/")
+                    && marker == "{{"
+                    && text[at + 2..].split_once("}}").is_some_and(|(label, _)| {
+                        !label.is_empty()
+                            && label.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+                    });
+                assert!(
+                    github_expression || grafana_legend,
+                    "{file} keeps `{marker}` at byte {at}"
+                );
             }
         }
     }
+    let dashboard = fs::read_to_string(project.root.join("dashboards/consumer.json")).unwrap();
+    assert!(
+        dashboard.contains("\"legendFormat\": \"{{outcome}}\""),
+        "Grafana's legend templates must be kept verbatim"
+    );
     let workflow = fs::read_to_string(project.root.join(".github/workflows/ci.yml")).unwrap();
     assert!(
         workflow.contains("group: ci-${{ github.ref }}"),

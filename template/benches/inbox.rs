@@ -197,7 +197,7 @@ fn metrics_table(input: &Path, deliveries: usize) {
             for metered in [false, true] {
                 let fixture = fresh_fixture();
                 let database = fixture.database();
-                let metrics = Arc::new(Metrics::watching(database.clone()));
+                let metrics = Arc::new(Metrics::watching(database.clone(), &[handler.consumer()]));
                 let options = Options {
                     workers,
                     batch_size,

@@ -8,6 +8,7 @@ use std::time::Duration;
 use clap::Args;
 
 use {{crate_name}}::database::Database;
+use {{crate_name}}::handler::Handler;
 use {{crate_name}}::meter::{Meter, Unmetered};
 use {{crate_name}}::metrics::{Metrics, http};
 use {{crate_name}}::progress::note;
@@ -30,12 +31,18 @@ pub struct MetricsArgs {
 impl MetricsArgs {
     /// What watches the run: metrics served at the address given (on the
     /// current runtime, until it stops), the backlog read from `database`
-    /// at each scrape; or nothing.
-    pub async fn meter(&self, database: &Database) -> anyhow::Result<Arc<dyn Meter>> {
+    /// at each scrape, a series for each of `consumers` from the start;
+    /// or nothing.
+    pub async fn meter(
+        &self,
+        database: &Database,
+        consumers: &[Arc<dyn Handler>],
+    ) -> anyhow::Result<Arc<dyn Meter>> {
         let Some(addr) = self.metrics_addr else {
             return Ok(Arc::new(Unmetered));
         };
-        let metrics = Arc::new(Metrics::watching(database.clone()));
+        let names: Vec<&'static str> = consumers.iter().map(|handler| handler.consumer()).collect();
+        let metrics = Arc::new(Metrics::watching(database.clone(), &names));
         let bound = http::serve(addr, metrics.clone(), self.stuck_after).await?;
         note(format_args!(
             "metrics: serving http://{bound}/metrics (and /health/live, /health/ready)"

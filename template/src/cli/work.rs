@@ -57,15 +57,19 @@ impl WorkArgs {
         }
     }
 
-    /// The run's options; starts serving metrics about it and `database`
-    /// if asked (on the current runtime).
-    pub async fn options(&self, database: &Database) -> anyhow::Result<Options> {
+    /// The run's options; starts serving metrics about it, `consumers`
+    /// and `database` if asked (on the current runtime).
+    pub async fn options(
+        &self,
+        database: &Database,
+        consumers: &[Arc<dyn Handler>],
+    ) -> anyhow::Result<Options> {
         Ok(Options {
             workers: usize::from(self.workers),
             batch_size: usize::from(self.batch_size),
             batch_wait: Duration::from_millis(u64::from(self.batch_wait_ms)),
             progress: self.progress.progress(),
-            meter: self.metrics.meter(database).await?,
+            meter: self.metrics.meter(database, consumers).await?,
             ..Options::default()
         })
     }

@@ -149,15 +149,37 @@ impl Default for Metrics {
 }
 
 impl Metrics {
-    /// Metrics that also read `store` at every scrape and readiness check.
-    pub fn watching(store: impl Store) -> Self {
-        Self::watching_any(Box::new(store))
+    /// Metrics that also read `store` at every scrape and readiness check,
+    /// with every series of `consumers` (and of the relay) there from the
+    /// start, at zero: a series that appears only with its first event
+    /// makes `rate()` miss that event, and a dashboard show "no data"
+    /// where the truth is none.
+    pub fn watching(store: impl Store, consumers: &[&'static str]) -> Self {
+        Self::watching_any(Box::new(store), consumers)
     }
 
-    fn watching_any(watched: Box<dyn Watched>) -> Self {
+    fn watching_any(watched: Box<dyn Watched>, consumers: &[&'static str]) -> Self {
         let mut metrics = Self::default();
         let gauges = BacklogGauges::registered(&mut metrics.registry);
         metrics.watched = Some((watched, gauges));
+        for &consumer in consumers {
+            for outcome in OUTCOMES {
+                metrics
+                    .deliveries
+                    .get_or_create(&DeliveryLabels { consumer, outcome })
+                    .inc_by(0);
+            }
+            metrics
+                .redeliveries
+                .get_or_create(&ConsumerLabels { consumer })
+                .inc_by(0);
+        }
+        for outcome in RELAY_OUTCOMES {
+            metrics
+                .relay_sends
+                .get_or_create(&RelayLabels { outcome })
+                .inc_by(0);
+        }
         metrics
     }
 
@@ -179,6 +201,13 @@ impl Metrics {
             .inc();
     }
 }
+
+/// Every outcome label, as [`outcome_label`] names them.
+const OUTCOMES: [&str; 5] = ["applied", "duplicate", FAILED, "dead_lettered", "refused"];
+
+/// Every outcome label of the relay's sends, as [`Meter::relayed`] counts
+/// them.
+const RELAY_OUTCOMES: [&str; 4] = ["sent", "already_there", "failed", "parked"];
 
 /// The label of an outcome: the summary line's name for it.
 fn outcome_label(outcome: &Outcome) -> &'static str {
@@ -216,11 +245,12 @@ impl Meter for Metrics {
     }
 
     fn relayed(&self, counts: &RelayCounts) {
+        let [sent, already_there, failed, parked] = RELAY_OUTCOMES;
         for (outcome, count) in [
-            ("sent", counts.sent - counts.already_there),
-            ("already_there", counts.already_there),
-            ("failed", counts.failed),
-            ("parked", counts.parked),
+            (sent, counts.sent - counts.already_there),
+            (already_there, counts.already_there),
+            (failed, counts.failed),
+            (parked, counts.parked),
         ] {
             if count > 0 {
                 self.relay_sends
@@ -335,15 +365,18 @@ mod tests {
     fn a_scrape_reads_the_backlog_and_keeps_it_when_the_database_is_away() {
         let reachable = Arc::new(AtomicBool::new(true));
         let queued_at = unix_millis(SystemTime::now()) - 90_000;
-        let metrics = Metrics::watching_any(Box::new(StandIn {
-            reachable: reachable.clone(),
-            backlog: Backlog {
-                dead_letters: vec![("debit".to_owned(), 2), ("refund".to_owned(), 1)],
-                unsent: 7,
-                oldest_unsent_at: Some(queued_at),
-            },
-            missing: Vec::new(),
-        }));
+        let metrics = Metrics::watching_any(
+            Box::new(StandIn {
+                reachable: reachable.clone(),
+                backlog: Backlog {
+                    dead_letters: vec![("debit".to_owned(), 2), ("refund".to_owned(), 1)],
+                    unsent: 7,
+                    oldest_unsent_at: Some(queued_at),
+                },
+                missing: Vec::new(),
+            }),
+            &[],
+        );
         let text = metrics.render();
         for expected in [
             r#"inbox_dead_letters{consumer="debit"} 2"#,
@@ -374,12 +407,45 @@ mod tests {
     }
 
     #[test]
+    fn every_series_of_the_consumers_is_there_from_the_start() {
+        let metrics = Metrics::watching_any(
+            Box::new(StandIn {
+                reachable: Arc::new(AtomicBool::new(true)),
+                backlog: Backlog::default(),
+                missing: Vec::new(),
+            }),
+            &["debit"],
+        );
+        let text = metrics.render();
+        for outcome in ["applied", "duplicate", "failed", "dead_lettered", "refused"] {
+            let line = [
+                r#"inbox_deliveries_total{consumer="debit",outcome=""#,
+                outcome,
+                r#""} 0"#,
+            ]
+            .concat();
+            assert!(has_line(&text, &line), "missing `{line}` in:\n{text}");
+        }
+        for outcome in ["sent", "already_there", "failed", "parked"] {
+            let line = [r#"relay_notifications_total{outcome=""#, outcome, r#""} 0"#].concat();
+            assert!(has_line(&text, &line), "missing `{line}` in:\n{text}");
+        }
+        assert!(has_line(
+            &text,
+            r#"inbox_redeliveries_total{consumer="debit"} 0"#
+        ));
+    }
+
+    #[test]
     fn no_backlog_is_no_lag() {
-        let metrics = Metrics::watching_any(Box::new(StandIn {
-            reachable: Arc::new(AtomicBool::new(true)),
-            backlog: Backlog::default(),
-            missing: Vec::new(),
-        }));
+        let metrics = Metrics::watching_any(
+            Box::new(StandIn {
+                reachable: Arc::new(AtomicBool::new(true)),
+                backlog: Backlog::default(),
+                missing: Vec::new(),
+            }),
+            &[],
+        );
         let text = metrics.render();
         assert!(
             has_line(&text, "outbox_oldest_unsent_age_seconds 0.0"),
@@ -392,11 +458,14 @@ mod tests {
     #[test]
     fn ready_while_the_database_answers_and_has_every_table() {
         let reachable = Arc::new(AtomicBool::new(true));
-        let metrics = Metrics::watching_any(Box::new(StandIn {
-            reachable: reachable.clone(),
-            backlog: Backlog::default(),
-            missing: Vec::new(),
-        }));
+        let metrics = Metrics::watching_any(
+            Box::new(StandIn {
+                reachable: reachable.clone(),
+                backlog: Backlog::default(),
+                missing: Vec::new(),
+            }),
+            &[],
+        );
         assert_eq!(metrics.readiness(), Ok(()));
         reachable.store(false, Ordering::SeqCst);
         let unready = metrics.readiness().expect_err("the database is away");
@@ -404,11 +473,14 @@ mod tests {
         reachable.store(true, Ordering::SeqCst);
         assert_eq!(metrics.readiness(), Ok(()));
 
-        let unmigrated = Metrics::watching_any(Box::new(StandIn {
-            reachable,
-            backlog: Backlog::default(),
-            missing: vec!["inbox".to_owned(), "attempts".to_owned()],
-        }));
+        let unmigrated = Metrics::watching_any(
+            Box::new(StandIn {
+                reachable,
+                backlog: Backlog::default(),
+                missing: vec!["inbox".to_owned(), "attempts".to_owned()],
+            }),
+            &[],
+        );
         assert_eq!(
             unmigrated.readiness(),
             Err("migrations not applied: no table inbox, attempts".to_owned())

@@ -21,7 +21,9 @@ use {{crate_name}}::store::Store;
 
 use crate::support::broken::{DuplicatesCountedAsApplied, RollbacksNotCounted};
 use crate::support::database::Fixture;
-use crate::support::metrics::{DELIVERIES, disagreement, get, scrape, series};
+use crate::support::metrics::{
+    DASHBOARD, DELIVERIES, dashboard_gaps, dashboard_series, disagreement, get, scrape, series,
+};
 use crate::{consumer, consumer_on, run_consumer};
 
 /// A payment of 10 from account 1 (open) or 9 (missing: it fails, and is
@@ -178,6 +180,11 @@ fn a_scrape_during_and_after_a_run_counts_what_its_summary_says() {
     if let Some(why) = disagreement(&after, &summary) {
         panic!("{why}\n{after}");
     }
+    let gaps = dashboard_gaps(DASHBOARD, &after);
+    assert!(
+        gaps.is_empty(),
+        "the dashboard queries series nobody exports: {gaps:?}"
+    );
     assert!(
         !during.contains("message_id") && !after.contains("p-1"),
         "a message id in a label:\n{after}"
@@ -330,5 +337,30 @@ fn a_miscounting_exporter_is_caught() {
     assert!(
         disagreement(&rollbacks.0.render(), &summary).is_some(),
         "a rolled-back batch missing from the metrics went unnoticed"
+    );
+}
+
+#[test]
+fn the_dashboard_check_finds_a_series_nobody_exports() {
+    let dashboard = r#"{"panels": [{"targets": [
+        {"expr": "sum by (outcome) (rate(inbox_deliveries_total{outcome=\"applied\"}[5m]))"},
+        {"expr": "histogram_quantile(0.99, sum by (le) (rate(inbox_commit_duration_seconds_bucket[5m])))"},
+        {"expr": "sum(rate(inbox_applied_total[5m]))"}
+    ]}]}"#;
+    assert_eq!(
+        dashboard_series(dashboard),
+        [
+            "inbox_applied_total",
+            "inbox_commit_duration_seconds_bucket",
+            "inbox_deliveries_total"
+        ]
+    );
+    let fixture = Fixture::new();
+    let text = Metrics::watching(fixture.database(), &["debit"]).render();
+    assert_eq!(dashboard_gaps(dashboard, &text), ["inbox_applied_total"]);
+    assert!(
+        dashboard_series(DASHBOARD).len() >= 8,
+        "the shipped dashboard queries too little: {:?}",
+        dashboard_series(DASHBOARD)
     );
 }

@@ -110,3 +110,105 @@ pub fn disagreement(text: &str, summary: &Summary) -> Option<String> {
         Err(error) => Some(error),
     }
 }
+
+/// The dashboard the project ships for Grafana.
+pub const DASHBOARD: &str = include_str!("../../dashboards/consumer.json");
+
+/// Words of a PromQL query that name no series: functions, keywords, the
+/// dashboard's own variables.
+const PROMQL_WORDS: &[&str] = &[
+    "sum",
+    "max",
+    "min",
+    "avg",
+    "count",
+    "rate",
+    "irate",
+    "increase",
+    "histogram_quantile",
+    "by",
+    "without",
+    "on",
+    "ignoring",
+    "and",
+    "or",
+    "unless",
+    "__rate_interval",
+];
+
+/// The series every query of `dashboard` (Grafana's JSON) names, sorted.
+pub fn dashboard_series(dashboard: &str) -> Vec<String> {
+    let dashboard: serde_json::Value =
+        serde_json::from_str(dashboard).expect("the dashboard is JSON");
+    let panels = dashboard["panels"].as_array().expect("panels");
+    let mut names = std::collections::BTreeSet::new();
+    for target in panels
+        .iter()
+        .flat_map(|panel| panel["targets"].as_array().expect("targets"))
+    {
+        let query = target["expr"].as_str().expect("a query");
+        // Label matchers, grouping labels and ranges name no series.
+        let mut bare = String::new();
+        let mut depth = 0;
+        for character in query.chars() {
+            match character {
+                '{' | '[' => depth += 1,
+                '}' | ']' => depth -= 1,
+                _ if depth == 0 => bare.push(character),
+                _ => {}
+            }
+        }
+        let bare = strip_groupings(&bare);
+        names.extend(
+            bare.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                .filter(|word| word.starts_with(|c: char| c.is_ascii_lowercase()))
+                .filter(|word| !PROMQL_WORDS.contains(word))
+                .map(str::to_owned),
+        );
+    }
+    names.into_iter().collect()
+}
+
+/// `query` without the label lists of `by (...)` and `without (...)`.
+fn strip_groupings(query: &str) -> String {
+    let mut rest = query;
+    let mut kept = String::new();
+    while let Some(at) = ["by (", "without ("]
+        .iter()
+        .filter_map(|keyword| rest.find(keyword).map(|at| (at, keyword.len())))
+        .min()
+    {
+        kept.push_str(&rest[..at.0]);
+        let after = &rest[at.0 + at.1..];
+        rest = after.split_once(')').map_or("", |(_, tail)| tail);
+    }
+    kept.push_str(rest);
+    kept
+}
+
+/// The series names a scrape declares, families expanded as Prometheus
+/// stores them (`_total` for counters; `_bucket`, `_sum`, `_count` for
+/// histograms), whether or not a series of the family has a value yet.
+pub fn exported_series(text: &str) -> Vec<String> {
+    text.lines()
+        .filter_map(|line| line.strip_prefix("# TYPE "))
+        .flat_map(|declared| {
+            let (name, kind) = declared.split_once(' ').expect("# TYPE name kind");
+            let suffixes: &[&str] = match kind {
+                "counter" => &["_total"],
+                "histogram" => &["_bucket", "_sum", "_count"],
+                _ => &[""],
+            };
+            suffixes.iter().map(move |suffix| format!("{name}{suffix}"))
+        })
+        .collect()
+}
+
+/// The series `dashboard` queries that the scrape `text` does not export.
+pub fn dashboard_gaps(dashboard: &str, text: &str) -> Vec<String> {
+    let exported = exported_series(text);
+    dashboard_series(dashboard)
+        .into_iter()
+        .filter(|name| !exported.contains(name))
+        .collect()
+}
