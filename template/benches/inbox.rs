@@ -8,8 +8,8 @@
 //! * the same pipeline with no inbox (the bare business update), so the
 //!   inbox's cost is a ratio;
 //! * the database's raw limit: inbox rows inserted the fastest plain way;
-//! * the same runs with metrics on (`--metrics-addr`) and off, scraped ten
-//!   times a second, so their cost is a ratio;
+//! * the same runs with metrics on (`--metrics-addr`, scraped every
+//!   second) and off, so their cost is a ratio;
 //! * one iteration of the 4 workers x 50 messages parallel scenario (median
 //!   and p99), and the database's reference consumer where it has one;
 //! * peak memory of the `run` binary on the input and on one five times
@@ -18,7 +18,7 @@
 //!   (`tests/support/relay_rates.rs`).
 //!
 //! Sizes: `BENCH_DELIVERIES` (default 200000), `BENCH_ITERATIONS` (default
-//! 500). What only makes sense on this project's database (its settings,
+//! 500); `BENCH_TABLES=metrics,relay` prints only those tables. What only makes sense on this project's database (its settings,
 //! its raw limit, its reference) is in `tests/support/*/bench.rs`. A custom
 //! harness rather than criterion or divan: the results are whole-pipeline
 //! rates and ratios between configurations, which those tools' per-function
@@ -59,8 +59,12 @@ const ACCOUNTS: i64 = 1_000;
 /// Each throughput figure is the median of this many runs.
 const REPEATS: usize = 3;
 const DUPLICATE_SHARE: u64 = 30;
-/// How often the metrics table's runs with metrics on are scraped.
-const SCRAPE_EVERY: Duration = Duration::from_millis(100);
+/// How often the metrics table's runs with metrics on are scraped: 15
+/// times as often as a Prometheus server's default interval (15 s).
+const SCRAPE_EVERY: Duration = Duration::from_secs(1);
+/// Each figure of the metrics table is the median of this many runs: the
+/// difference it shows is a few percent, within one run's noise.
+const METRICS_REPEATS: usize = 7;
 
 fn main() {
     let deliveries = env_number("BENCH_DELIVERIES", 200_000) as usize;
@@ -74,23 +78,66 @@ fn main() {
         std::thread::available_parallelism().map_or(0, |n| n.get()),
     );
 
-    let ids: Vec<String> = (0..deliveries).map(|n| format!("m-{n:08}")).collect();
-    let raw = median(
-        (0..REPEATS)
-            .map(|_| bench::raw_insert_rate(&Fixture::new(), &ids))
-            .collect(),
-    );
-    throughput_table(&input, deliveries, raw);
-    metrics_table(&input, deliveries);
-    let reference = bench::reference(iterations, folder.path());
-    scenario_table(iterations, reference.as_ref());
-    memory_table(folder.path(), &input, deliveries);
-    relay_table(
-        "written as JSON lines (to nowhere)",
-        env_number("BENCH_RELAY_ROWS", 20_000) as usize,
-        REPEATS,
-        || LinesSink::new(Box::new(std::io::sink())),
-    );
+    let tables = Tables::from_env();
+    if tables.wants("throughput") {
+        let ids: Vec<String> = (0..deliveries).map(|n| format!("m-{n:08}")).collect();
+        let raw = median(
+            (0..REPEATS)
+                .map(|_| bench::raw_insert_rate(&Fixture::new(), &ids))
+                .collect(),
+        );
+        throughput_table(&input, deliveries, raw);
+    }
+    if tables.wants("metrics") {
+        metrics_table(&input, deliveries);
+    }
+    if tables.wants("parallel") {
+        let reference = bench::reference(iterations, folder.path());
+        scenario_table(iterations, reference.as_ref());
+    }
+    if tables.wants("memory") {
+        memory_table(folder.path(), &input, deliveries);
+    }
+    if tables.wants("relay") {
+        relay_table(
+            "written as JSON lines (to nowhere)",
+            env_number("BENCH_RELAY_ROWS", 20_000) as usize,
+            REPEATS,
+            || LinesSink::new(Box::new(std::io::sink())),
+        );
+    }
+}
+
+/// Which tables to print: `BENCH_TABLES`, a comma-separated list of
+/// `throughput`, `metrics`, `parallel`, `memory`, `relay`; all by default.
+struct Tables(Option<Vec<String>>);
+
+impl Tables {
+    const ALL: [&str; 5] = ["throughput", "metrics", "parallel", "memory", "relay"];
+
+    fn from_env() -> Self {
+        let Ok(list) = std::env::var("BENCH_TABLES") else {
+            return Self(None);
+        };
+        let names: Vec<String> = list.split(',').map(|name| name.trim().to_owned()).collect();
+        if let Some(unknown) = names
+            .iter()
+            .find(|name| !Self::ALL.contains(&name.as_str()))
+        {
+            eprintln!(
+                "BENCH_TABLES: no table {unknown:?}; the tables are {}",
+                Self::ALL.join(", ")
+            );
+            std::process::exit(2);
+        }
+        Self(Some(names))
+    }
+
+    fn wants(&self, table: &str) -> bool {
+        self.0
+            .as_ref()
+            .is_none_or(|names| names.iter().any(|name| name == table))
+    }
 }
 
 /// Writes `count` deliveries, a share of them redeliveries of an earlier
@@ -178,7 +225,7 @@ fn run_pipeline<I: Inbox + 'static>(
 
 /// Throughput with metrics on (scraped every [`SCRAPE_EVERY`], far more
 /// often than a Prometheus server would) against metrics off, runs
-/// interleaved, median of [`REPEATS`] each.
+/// interleaved, median of [`METRICS_REPEATS`] each.
 fn metrics_table(input: &Path, deliveries: usize) {
     println!("## Metrics on and off (debit consumer, {deliveries} deliveries)\n");
     println!(
@@ -193,7 +240,7 @@ fn metrics_table(input: &Path, deliveries: usize) {
     ] {
         let mut off = Vec::new();
         let mut on = Vec::new();
-        for _ in 0..REPEATS {
+        for _ in 0..METRICS_REPEATS {
             for metered in [false, true] {
                 let fixture = fresh_fixture();
                 let database = fixture.database();

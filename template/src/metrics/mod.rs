@@ -87,6 +87,7 @@ pub struct Metrics {
     batch_deliveries: Histogram,
     commit_duration: Histogram,
     relay_sends: Family<RelayLabels, Counter>,
+    known: Vec<KnownConsumer>,
     in_flight: InFlight,
     watched: Option<(Box<dyn Watched>, BacklogGauges)>,
 }
@@ -142,6 +143,7 @@ impl Default for Metrics {
             batch_deliveries,
             commit_duration,
             relay_sends,
+            known: Vec::new(),
             in_flight: InFlight::default(),
             watched: None,
         }
@@ -153,7 +155,8 @@ impl Metrics {
     /// with every series of `consumers` (and of the relay) there from the
     /// start, at zero: a series that appears only with its first event
     /// makes `rate()` miss that event, and a dashboard show "no data"
-    /// where the truth is none.
+    /// where the truth is none. (Their handles are kept, so counting a
+    /// delivery takes no lock.)
     pub fn watching(store: impl Store, consumers: &[&'static str]) -> Self {
         Self::watching_any(Box::new(store), consumers)
     }
@@ -162,18 +165,23 @@ impl Metrics {
         let mut metrics = Self::default();
         let gauges = BacklogGauges::registered(&mut metrics.registry);
         metrics.watched = Some((watched, gauges));
-        for &consumer in consumers {
-            for outcome in OUTCOMES {
-                metrics
-                    .deliveries
-                    .get_or_create(&DeliveryLabels { consumer, outcome })
-                    .inc_by(0);
-            }
-            metrics
-                .redeliveries
-                .get_or_create(&ConsumerLabels { consumer })
-                .inc_by(0);
-        }
+        let known = consumers
+            .iter()
+            .map(|&consumer| KnownConsumer {
+                consumer,
+                outcomes: OUTCOMES.map(|outcome| {
+                    metrics
+                        .deliveries
+                        .get_or_create(&DeliveryLabels { consumer, outcome })
+                        .clone()
+                }),
+                redeliveries: metrics
+                    .redeliveries
+                    .get_or_create(&ConsumerLabels { consumer })
+                    .clone(),
+            })
+            .collect();
+        metrics.known = known;
         for outcome in RELAY_OUTCOMES {
             metrics
                 .relay_sends
@@ -195,30 +203,59 @@ impl Metrics {
         text
     }
 
-    fn count(&self, consumer: &'static str, outcome: &'static str) {
+    /// Counts one delivery of `consumer` with the outcome `OUTCOMES[outcome]`
+    /// (and its redelivery): through the handles made up front for the
+    /// consumers known from the start, without the family's lock and hash
+    /// (this runs for every delivery); through the family for any other.
+    fn count(&self, consumer: &'static str, outcome: usize, redelivered: bool) {
+        if let Some(known) = self.known.iter().find(|known| known.consumer == consumer) {
+            known.outcomes[outcome].inc();
+            if redelivered {
+                known.redeliveries.inc();
+            }
+            return;
+        }
+        let outcome = OUTCOMES[outcome];
         self.deliveries
             .get_or_create(&DeliveryLabels { consumer, outcome })
             .inc();
+        if redelivered {
+            self.redeliveries
+                .get_or_create(&ConsumerLabels { consumer })
+                .inc();
+        }
     }
 }
 
-/// Every outcome label, as [`outcome_label`] names them.
+/// A consumer's series, made when the metrics were.
+struct KnownConsumer {
+    consumer: &'static str,
+    /// One per label of [`OUTCOMES`], in its order.
+    outcomes: [Counter; 5],
+    redeliveries: Counter,
+}
+
+/// Every outcome label, in the order [`outcome_index`] numbers them.
 const OUTCOMES: [&str; 5] = ["applied", "duplicate", FAILED, "dead_lettered", "refused"];
 
 /// Every outcome label of the relay's sends, as [`Meter::relayed`] counts
 /// them.
 const RELAY_OUTCOMES: [&str; 4] = ["sent", "already_there", "failed", "parked"];
 
-/// The label of an outcome: the summary line's name for it.
-fn outcome_label(outcome: &Outcome) -> &'static str {
+/// Where an outcome's label is in [`OUTCOMES`] (its name in the summary
+/// line).
+fn outcome_index(outcome: &Outcome) -> usize {
     match outcome {
-        Outcome::Applied => "applied",
-        Outcome::Duplicate => "duplicate",
-        Outcome::Failed(_) => FAILED,
-        Outcome::DeadLettered(_) => "dead_lettered",
-        Outcome::Refused(_) => "refused",
+        Outcome::Applied => 0,
+        Outcome::Duplicate => 1,
+        Outcome::Failed(_) => FAILED_INDEX,
+        Outcome::DeadLettered(_) => 3,
+        Outcome::Refused(_) => 4,
     }
 }
+
+/// [`FAILED`]'s place in [`OUTCOMES`].
+const FAILED_INDEX: usize = 2;
 
 impl Meter for Metrics {
     fn batch_began(&self) {
@@ -227,18 +264,13 @@ impl Meter for Metrics {
 
     fn batch_ended(&self, deliveries: &[Delivery<'_>], how: BatchEnd<'_>, took: Duration) {
         self.in_flight.ended();
-        let labels: Box<dyn Iterator<Item = &'static str>> = match how {
-            BatchEnd::Committed(outcomes) => Box::new(outcomes.iter().map(outcome_label)),
-            BatchEnd::RolledBack => Box::new(std::iter::repeat(FAILED)),
+        let outcomes: Box<dyn Iterator<Item = usize>> = match how {
+            BatchEnd::Committed(outcomes) => Box::new(outcomes.iter().map(outcome_index)),
+            BatchEnd::RolledBack => Box::new(std::iter::repeat(FAILED_INDEX)),
         };
-        for (delivery, outcome) in deliveries.iter().zip(labels) {
+        for (delivery, outcome) in deliveries.iter().zip(outcomes) {
             let consumer = delivery.handler.consumer();
-            self.count(consumer, outcome);
-            if delivery.delivered > 1 {
-                self.redeliveries
-                    .get_or_create(&ConsumerLabels { consumer })
-                    .inc();
-            }
+            self.count(consumer, outcome, delivery.delivered > 1);
         }
         self.batch_deliveries.observe(deliveries.len() as f64);
         self.commit_duration.observe(took.as_secs_f64());
@@ -434,6 +466,31 @@ mod tests {
             &text,
             r#"inbox_redeliveries_total{consumer="debit"} 0"#
         ));
+
+        // Counted through the handles kept for a known consumer.
+        let message = payment("a");
+        let redelivered = Delivery {
+            delivered: 3,
+            ..Delivery::new(&Debit, &message)
+        };
+        metrics.batch_ended(
+            &[redelivered],
+            BatchEnd::Committed(&[Outcome::Refused("no".into())]),
+            Duration::ZERO,
+        );
+        metrics.batch_ended(&[redelivered], BatchEnd::RolledBack, Duration::ZERO);
+        let text = metrics.render();
+        for expected in [
+            r#"inbox_deliveries_total{consumer="debit",outcome="refused"} 1"#,
+            r#"inbox_deliveries_total{consumer="debit",outcome="failed"} 1"#,
+            r#"inbox_deliveries_total{consumer="debit",outcome="applied"} 0"#,
+            r#"inbox_redeliveries_total{consumer="debit"} 2"#,
+        ] {
+            assert!(
+                has_line(&text, expected),
+                "missing `{expected}` in:\n{text}"
+            );
+        }
     }
 
     #[test]
