@@ -7,7 +7,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::outbox_with;
-use crate::support::metrics::{scrape, series};
+use crate::support::metrics::{scrape, series, served_at};
 
 /// The longest a relay may take to send a few dozen rows before the test
 /// calls it hung.
@@ -31,14 +31,8 @@ fn a_scrape_of_a_running_relay_counts_its_sends_and_the_backlog_left() {
     // all the same (the signal task once panicked on a closed stderr, and
     // the relay never stopped).
     let stderr = BufReader::new(child.stderr.take().expect("stderr"));
-    let addr = stderr
-        .lines()
-        .map_while(Result::ok)
-        .find_map(|line| {
-            let url = line.strip_prefix("metrics: serving http://")?;
-            Some(url.split_once("/metrics")?.0.to_owned())
-        })
-        .expect("the relay printed where it serves");
+    let addr =
+        served_at(stderr.lines().map_while(Result::ok)).expect("the relay printed where it serves");
 
     // The counters move only after a batch is marked sent, so once they
     // add up to every row, the outbox must be empty.

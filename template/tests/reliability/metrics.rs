@@ -22,7 +22,8 @@ use {{crate_name}}::store::Store;
 use crate::support::broken::{DuplicatesCountedAsApplied, RollbacksNotCounted};
 use crate::support::database::Fixture;
 use crate::support::metrics::{
-    DASHBOARD, DELIVERIES, dashboard_gaps, dashboard_series, disagreement, get, scrape, series,
+    DASHBOARD, DELIVERIES, dashboard_gaps, dashboard_series, disagreement, get, parse_summary,
+    scrape, series, served_at,
 };
 use crate::{consumer, consumer_on, run_consumer};
 
@@ -71,25 +72,6 @@ fn follow_progress(stderr: &mut Lines<BufReader<ChildStderr>>, count: usize) -> 
     deliveries
 }
 
-/// The summary line's counts.
-fn parse_summary(line: &str) -> Summary {
-    let mut summary = Summary::default();
-    for pair in line.split_whitespace() {
-        let (name, value) = pair.split_once('=').expect("name=value");
-        let value: u64 = value.parse().expect("a count");
-        match name {
-            "applied" => summary.applied = value,
-            "duplicate" => summary.duplicate = value,
-            "failed" => summary.failed = value,
-            "rejected" => summary.rejected = value,
-            "dead_lettered" => summary.dead_lettered = value,
-            "refused" => summary.refused = value,
-            other => panic!("an unknown count in the summary: {other}"),
-        }
-    }
-    summary
-}
-
 /// A `run` reading standard input, serving metrics, printing progress.
 struct Served {
     child: Child,
@@ -113,18 +95,11 @@ fn served(mut command: Command, options: &[&str]) -> Served {
         .expect("start the consumer");
     let mut stderr = BufReader::new(child.stderr.take().expect("stderr")).lines();
     let mut printed = String::new();
-    let addr = loop {
-        let line = stderr
-            .next()
-            .unwrap_or_else(|| panic!("no address printed; stderr:\n{printed}"))
-            .expect("read stderr");
-        printed.push_str(&line);
+    let lines = stderr.by_ref().map_while(Result::ok).inspect(|line| {
+        printed.push_str(line);
         printed.push('\n');
-        if let Some(url) = line.strip_prefix("metrics: serving http://") {
-            let (addr, _) = url.split_once("/metrics").expect("the metrics path");
-            break addr.to_owned();
-        }
-    };
+    });
+    let addr = served_at(lines).unwrap_or_else(|| panic!("no address printed; stderr:\n{printed}"));
     Served {
         child,
         stderr,

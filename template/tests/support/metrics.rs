@@ -83,17 +83,48 @@ pub fn counted(text: &str) -> Result<Summary, String> {
             .find_map(|label| label.strip_prefix("outcome="))
             .ok_or_else(|| format!("a series without an outcome: {labels}"))?
             .trim_matches('"');
-        let count = match outcome {
-            "applied" => &mut summary.applied,
-            "duplicate" => &mut summary.duplicate,
-            "failed" => &mut summary.failed,
-            "dead_lettered" => &mut summary.dead_lettered,
-            "refused" => &mut summary.refused,
-            other => return Err(format!("an outcome the summary does not have: {other}")),
-        };
+        // `rejected` counts input lines, never a delivery.
+        let count = Some(outcome)
+            .filter(|&outcome| outcome != "rejected")
+            .and_then(|outcome| summary_count(&mut summary, outcome))
+            .ok_or_else(|| format!("an outcome the summary does not have: {outcome}"))?;
         *count += value as u64;
     }
     Ok(summary)
+}
+
+/// The count of `summary` that its line calls `name` (`applied=...`).
+fn summary_count<'a>(summary: &'a mut Summary, name: &str) -> Option<&'a mut u64> {
+    Some(match name {
+        "applied" => &mut summary.applied,
+        "duplicate" => &mut summary.duplicate,
+        "failed" => &mut summary.failed,
+        "rejected" => &mut summary.rejected,
+        "dead_lettered" => &mut summary.dead_lettered,
+        "refused" => &mut summary.refused,
+        _ => return None,
+    })
+}
+
+/// A run's summary line, read back.
+pub fn parse_summary(line: &str) -> Summary {
+    let mut summary = Summary::default();
+    for pair in line.split_whitespace() {
+        let (name, value) = pair.split_once('=').expect("name=value");
+        *summary_count(&mut summary, name)
+            .unwrap_or_else(|| panic!("an unknown count in the summary: {name}")) =
+            value.parse().expect("a count");
+    }
+    summary
+}
+
+/// The `host:port` a command serves metrics at, from the line it prints
+/// on stderr (`metrics: serving http://...`), read from `lines`.
+pub fn served_at(lines: impl Iterator<Item = String>) -> Option<String> {
+    lines.into_iter().find_map(|line| {
+        let url = line.strip_prefix("metrics: serving http://")?;
+        Some(url.split_once("/metrics")?.0.to_owned())
+    })
 }
 
 /// Why what `text` counts is not what `summary` says, if it is not.
