@@ -17,10 +17,10 @@ pub mod figures;
 pub mod harness;
 pub mod kill;
 pub mod metrics;
-pub mod proxy;
 {%- if broker == "nats" %}
 pub mod nats;
 {%- endif %}
+pub mod proxy;
 pub mod raw;
 pub mod relay_rates;
 pub mod subjects;
