@@ -194,13 +194,26 @@ fn a_scrape_during_and_after_a_run_counts_what_its_summary_says() {
     );
 }
 
+/// Has the run commit one payment, so that its worker is connected (and
+/// has prepared its statements) before a test takes the database away.
+fn commit_one(served: &mut Served, database: &[String]) {
+    let opened = consumer_on(database)
+        .args(["open-account", "1", "1000"])
+        .output()
+        .expect("open an account");
+    assert!(opened.status.success(), "{opened:?}");
+    let stdin = served.child.stdin.as_mut().expect("stdin");
+    writeln!(stdin, "{}", payment("p-0", 1)).expect("write input");
+    follow_progress(&mut served.stderr, 1);
+}
+
 #[test]
 fn readiness_follows_the_database_away_and_back() {
     let fixture = Fixture::new();
     let outage = fixture.outage();
-    let Served {
-        mut child, addr, ..
-    } = served(consumer_on(outage.args()), &[]);
+    let mut run = served(consumer_on(outage.args()), &[]);
+    commit_one(&mut run, outage.args());
+    let addr = run.addr.clone();
     assert_eq!(get(&addr, "/health/ready"), (200, "ready\n".to_owned()));
 
     outage.begin();
@@ -212,18 +225,18 @@ fn readiness_follows_the_database_away_and_back() {
 
     outage.end();
     assert_eq!(get(&addr, "/health/ready"), (200, "ready\n".to_owned()));
-    drop(child.stdin.take());
-    assert!(child.wait().expect("the run ends").success());
+    drop(run.child.stdin.take());
+    assert!(run.child.wait().expect("the run ends").success());
 }
 
 #[test]
 fn not_ready_before_the_migrations() {
     let fixture = Fixture::new();
     fixture.execute("DROP TABLE attempts");
-    let Served {
-        mut child, addr, ..
-    } = served(consumer(&fixture), &[]);
+    let mut run = served(consumer(&fixture), &[]);
     // `run` migrates as it starts, so it is ready.
+    commit_one(&mut run, &fixture.cli_args());
+    let addr = run.addr.clone();
     assert_eq!(get(&addr, "/health/ready"), (200, "ready\n".to_owned()));
     fixture.execute("DROP TABLE dead_letters");
     assert_eq!(
@@ -233,8 +246,8 @@ fn not_ready_before_the_migrations() {
             "migrations not applied: no table dead_letters\n".to_owned()
         )
     );
-    drop(child.stdin.take());
-    assert!(child.wait().expect("the run ends").success());
+    drop(run.child.stdin.take());
+    assert!(run.child.wait().expect("the run ends").success());
 }
 
 /// Fails its first batch with a storage error, as an outage would.
