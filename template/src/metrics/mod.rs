@@ -370,6 +370,15 @@ mod tests {
     }
 
     impl StandIn {
+        /// There, migrated, with nothing waiting.
+        fn healthy() -> Self {
+            Self {
+                reachable: Arc::new(AtomicBool::new(true)),
+                backlog: Backlog::default(),
+                missing: Vec::new(),
+            }
+        }
+
         fn reach(&self) -> Result<(), StorageError> {
             if self.reachable.load(Ordering::SeqCst) {
                 Ok(())
@@ -440,14 +449,7 @@ mod tests {
 
     #[test]
     fn every_series_of_the_consumers_is_there_from_the_start() {
-        let metrics = Metrics::watching_any(
-            Box::new(StandIn {
-                reachable: Arc::new(AtomicBool::new(true)),
-                backlog: Backlog::default(),
-                missing: Vec::new(),
-            }),
-            &["debit"],
-        );
+        let metrics = Metrics::watching_any(Box::new(StandIn::healthy()), &["debit"]);
         let text = metrics.render();
         for outcome in ["applied", "duplicate", "failed", "dead_lettered", "refused"] {
             let line = [
@@ -495,14 +497,7 @@ mod tests {
 
     #[test]
     fn no_backlog_is_no_lag() {
-        let metrics = Metrics::watching_any(
-            Box::new(StandIn {
-                reachable: Arc::new(AtomicBool::new(true)),
-                backlog: Backlog::default(),
-                missing: Vec::new(),
-            }),
-            &[],
-        );
+        let metrics = Metrics::watching_any(Box::new(StandIn::healthy()), &[]);
         let text = metrics.render();
         assert!(
             has_line(&text, "outbox_oldest_unsent_age_seconds 0.0"),
@@ -518,8 +513,7 @@ mod tests {
         let metrics = Metrics::watching_any(
             Box::new(StandIn {
                 reachable: reachable.clone(),
-                backlog: Backlog::default(),
-                missing: Vec::new(),
+                ..StandIn::healthy()
             }),
             &[],
         );
@@ -532,9 +526,8 @@ mod tests {
 
         let unmigrated = Metrics::watching_any(
             Box::new(StandIn {
-                reachable,
-                backlog: Backlog::default(),
                 missing: vec!["inbox".to_owned(), "attempts".to_owned()],
+                ..StandIn::healthy()
             }),
             &[],
         );
