@@ -12,6 +12,7 @@ use {{crate_name}}::handler::Handler;
 use {{crate_name}}::meter::{Meter, Unmetered};
 use {{crate_name}}::metrics::{Metrics, http};
 use {{crate_name}}::progress::note;
+use {{crate_name}}::source::BrokerProbe;
 
 /// Serving metrics.
 #[derive(Args)]
@@ -31,18 +32,23 @@ pub struct MetricsArgs {
 impl MetricsArgs {
     /// What watches the run: metrics served at the address given (on the
     /// current runtime, until it stops), the backlog read from `database`
-    /// at each scrape, a series for each of `consumers` from the start;
-    /// or nothing.
+    /// at each scrape, a series for each of `consumers` from the start,
+    /// the source's broker (if it has one) asked too; or nothing.
     pub async fn meter(
         &self,
         database: &Database,
         consumers: &[Arc<dyn Handler>],
+        broker: Option<Box<dyn BrokerProbe>>,
     ) -> anyhow::Result<Arc<dyn Meter>> {
         let Some(addr) = self.metrics_addr else {
             return Ok(Arc::new(Unmetered));
         };
         let names: Vec<&'static str> = consumers.iter().map(|handler| handler.consumer()).collect();
-        let metrics = Arc::new(Metrics::watching(database.clone(), &names));
+        let mut metrics = Metrics::watching(database.clone(), &names);
+        if let Some(probe) = broker {
+            metrics = metrics.probing(probe);
+        }
+        let metrics = Arc::new(metrics);
         let bound = http::serve(addr, metrics.clone(), self.stuck_after).await?;
         note(format_args!(
             "metrics: serving http://{bound}/metrics (and /health/live, /health/ready)"

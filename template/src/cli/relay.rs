@@ -102,7 +102,7 @@ fn send(args: SendArgs, database: Database) -> anyhow::Result<ExitCode> {
     let stop = Arc::new(Stop::default());
     runtime.spawn(stop::on_signals(stop.clone()));
     let mut queue = database.relay_queue()?;
-    let meter = runtime.block_on(args.metrics.meter(&database, &[]))?;
+    let meter = runtime.block_on(args.metrics.meter(&database, &[], None))?;
     let mut sink = runtime.block_on(args.sink.open())?;
     let counts = runtime.block_on(runtime.spawn_blocking(move || {
         let watch = Watch {

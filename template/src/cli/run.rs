@@ -60,7 +60,7 @@ pub fn run(args: RunArgs, database: &DatabaseOptions) -> anyhow::Result<ExitCode
     let source = Box::new(LinesSource::new(input, rejects, progress.clone()));
     let runtime = tokio::runtime::Runtime::new().context("could not start the runtime")?;
     let report = runtime.block_on(async {
-        let options = args.work.options(&database, &consumers).await?;
+        let options = args.work.options(&database, &consumers, None).await?;
         pipeline::run(source, consumers, move || database.inbox(policy), options).await
     })?;
     progress.finish_and_clear();

@@ -12,6 +12,7 @@ use {{crate_name}}::handler::Handler;
 use {{crate_name}}::handlers;
 use {{crate_name}}::inbox::Policy;
 use {{crate_name}}::pipeline::{self, Options};
+use {{crate_name}}::source::BrokerProbe;
 
 use super::metrics::MetricsArgs;
 use super::progress::ProgressArgs;
@@ -63,13 +64,14 @@ impl WorkArgs {
         &self,
         database: &Database,
         consumers: &[Arc<dyn Handler>],
+        broker: Option<Box<dyn BrokerProbe>>,
     ) -> anyhow::Result<Options> {
         Ok(Options {
             workers: usize::from(self.workers),
             batch_size: usize::from(self.batch_size),
             batch_wait: Duration::from_millis(u64::from(self.batch_wait_ms)),
             progress: self.progress.progress(),
-            meter: self.metrics.meter(database, consumers).await?,
+            meter: self.metrics.meter(database, consumers, broker).await?,
             ..Options::default()
         })
     }

@@ -8,8 +8,9 @@
 //! as redeliveries, which the inbox makes harmless).
 //!
 //! *Ready* means it can do its work now: the database answers and has
-//! every table of the schema (migrations applied). Asked afresh at each
-//! request, on a connection of its own that gives up after a few seconds.
+//! every table of the schema (migrations applied), and the source's broker
+//! (if it has one) answers. Asked afresh at each request, on a connection
+//! of its own that gives up after a few seconds.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -66,19 +67,23 @@ impl Metrics {
         }
     }
 
-    /// `Ok` if the database answers and has every table; otherwise why
-    /// not. Blocks on the database.
+    /// `Ok` if the database answers and has every table, and the broker
+    /// (if probing one) answers; otherwise why not. Blocks on them.
     pub fn readiness(&self) -> Result<(), String> {
-        let Some((watched, _)) = &self.watched else {
-            return Ok(());
-        };
-        match watched.missing_tables() {
-            Ok(missing) if missing.is_empty() => Ok(()),
-            Ok(missing) => Err(format!(
-                "migrations not applied: no table {}",
-                missing.join(", ")
-            )),
-            Err(error) => Err(format!("database unreachable: {error}")),
+        if let Some((watched, _)) = &self.watched {
+            match watched.missing_tables() {
+                Ok(missing) if missing.is_empty() => {}
+                Ok(missing) => {
+                    return Err(format!(
+                        "migrations not applied: no table {}",
+                        missing.join(", ")
+                    ));
+                }
+                Err(error) => return Err(format!("database unreachable: {error}")),
+            }
         }
+        self.broker
+            .as_ref()
+            .map_or(Ok(()), |broker| broker.reachable())
     }
 }

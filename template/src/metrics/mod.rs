@@ -19,6 +19,7 @@
 //! has registries of its own.
 
 mod backlog;
+mod broker;
 pub mod health;
 pub mod http;
 
@@ -33,8 +34,10 @@ use prometheus_client::registry::{Registry, Unit};
 use crate::inbox::{Delivery, Outcome, StorageError};
 use crate::meter::{BatchEnd, Meter};
 use crate::relay::RelayCounts;
+use crate::source::BrokerProbe;
 use crate::store::{Backlog, Store};
 use backlog::BacklogGauges;
+use broker::BrokerGauges;
 use health::InFlight;
 
 /// The outcome label of a delivery rolled back with its whole batch: it
@@ -90,12 +93,14 @@ pub struct Metrics {
     known: Vec<KnownConsumer>,
     in_flight: InFlight,
     watched: Option<(Box<dyn Watched>, BacklogGauges)>,
+    broker: Option<BrokerGauges>,
 }
 
 impl std::fmt::Debug for Metrics {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Metrics")
             .field("watches_a_database", &self.watched.is_some())
+            .field("probes_a_broker", &self.broker.is_some())
             .finish_non_exhaustive()
     }
 }
@@ -146,6 +151,7 @@ impl Default for Metrics {
             known: Vec::new(),
             in_flight: InFlight::default(),
             watched: None,
+            broker: None,
         }
     }
 }
@@ -191,11 +197,22 @@ impl Metrics {
         metrics
     }
 
+    /// The same metrics, also asking the source's broker at every scrape
+    /// (its pending count) and readiness check (whether it answers).
+    pub fn probing(mut self, probe: Box<dyn BrokerProbe>) -> Self {
+        self.broker = Some(BrokerGauges::registered(&mut self.registry, probe));
+        self
+    }
+
     /// Every series, as a scrape of `/metrics` returns them (reading the
-    /// backlog first, if watching a database: this blocks on it).
+    /// backlog first, if watching a database, and the broker's, if
+    /// probing one: this blocks on them).
     pub fn render(&self) -> String {
         if let Some((watched, gauges)) = &self.watched {
             gauges.refresh(watched.backlog());
+        }
+        if let Some(broker) = &self.broker {
+            broker.refresh();
         }
         let mut text = String::new();
         prometheus_client::encoding::text::encode(&mut text, &self.registry)

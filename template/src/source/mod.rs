@@ -68,6 +68,17 @@ pub trait Acknowledge: Send {
     fn settle(self: Box<Self>, verdict: Verdict);
 }
 
+/// What a source's broker says about this consumer, asked afresh by each
+/// metrics scrape and readiness check (see `crate::metrics`). A source
+/// without a broker (a file) has none.
+pub trait BrokerProbe: Send + Sync {
+    /// Messages the broker holds for this consumer and has not had
+    /// acknowledged: not yet delivered, or delivered and unsettled. An
+    /// error says why the broker cannot be asked now. Blocks, for a few
+    /// seconds at most.
+    fn pending(&self) -> Result<u64, String>;
+}
+
 /// Somewhere messages come from.
 pub trait Source: Send {
     /// Reads messages and sends them in chunks until the input ends or

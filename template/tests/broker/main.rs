@@ -9,6 +9,8 @@
 //!   proxy that withholds some (and a source that never waits is caught);
 //! * `poison`: a message that always fails is dead-lettered and terminated;
 //! * `relay`: the outbox relayed to JetStream, a resend absorbed;
+//! * `health`: the pending count a scrape reports, and readiness with a
+//!   server of the test's own stopped and restarted;
 //! * `processes`: `consume` killed mid-run and restarted, stopped by
 //!   SIGTERM{% if database == "postgres" %}, three processes sharing one consumer{% endif %}.
 //!
@@ -188,6 +190,7 @@ fn real_inbox(
 
 mod acks;
 mod duplicates;
+mod health;
 mod poison;
 mod processes;
 mod relay;

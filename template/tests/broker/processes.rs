@@ -15,7 +15,7 @@ use crate::support::nats::proxy::{SettleProxy, withhold_nothing};
 use crate::support::nats::{Broker, nats_address, nats_url};
 use crate::support::subjects::{DebitSubject, NotifySubject, payments};
 
-const DURABLE: &str = "processes";
+pub const DURABLE: &str = "processes";
 const ACK_WAIT: Duration = Duration::from_secs(2);
 
 /// `consume` on `fixture`'s database and `broker`'s stream, small batches,
@@ -25,7 +25,7 @@ pub fn consume(fixture: &Fixture, broker: &Broker) -> Command {
 }
 
 /// Like [`consume`], reaching the server at `nats_url` (a proxy's).
-fn consume_at(fixture: &Fixture, broker: &Broker, nats_url: &str) -> Command {
+pub fn consume_at(fixture: &Fixture, broker: &Broker, nats_url: &str) -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_{{project-name}}"));
     command
         .args(fixture.cli_args())

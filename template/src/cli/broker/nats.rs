@@ -56,8 +56,12 @@ fn consume(args: ConsumeArgs, database: &DatabaseOptions) -> anyhow::Result<Exit
     let database = database.open()?;
     let runtime = tokio::runtime::Runtime::new().context("could not start the runtime")?;
     runtime.block_on(async {
-        let options = args.work.options(&database, &consumers).await?;
         let (source, settled) = args.nats.connect().await?;
+        let probe = Box::new(source.probe());
+        let options = args
+            .work
+            .options(&database, &consumers, Some(probe))
+            .await?;
         let counts = source.counts();
         let report = pipeline::run(
             Box::new(source),

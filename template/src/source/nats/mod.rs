@@ -26,9 +26,11 @@
 //! so that slow handlers do not let the ack wait expire and the message go
 //! to another consumer meanwhile.
 
+mod probe;
 mod settle;
 mod setup;
 
+pub use probe::NatsProbe;
 pub use settle::Settled;
 pub use setup::{NatsOptions, consumer_config};
 
@@ -38,6 +40,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use async_nats::jetstream::consumer::PullConsumer;
+use async_nats::jetstream::consumer::pull::Batch;
 use async_nats::jetstream::message::Acker;
 use crossbeam_channel::Sender;
 use futures::{FutureExt, StreamExt};
@@ -58,6 +61,7 @@ const PULL_WAIT: Duration = Duration::from_secs(1);
 
 /// A JetStream pull consumer, ready to be consumed.
 pub struct NatsSource {
+    client: async_nats::Client,
     consumer: PullConsumer,
     exit_when_idle: Option<Duration>,
     outbox: Outbox,
@@ -126,43 +130,41 @@ impl NatsSource {
         self.counts.clone()
     }
 
+    /// What the metrics and readiness checks ask the server, for this
+    /// consumer. Call it from inside the runtime the source runs on.
+    pub fn probe(&self) -> NatsProbe {
+        NatsProbe {
+            client: self.client.clone(),
+            consumer: self.consumer.clone(),
+            runtime: tokio::runtime::Handle::current(),
+        }
+    }
+
     async fn consume(self, chunks: &Sender<Vec<Incoming>>, stop: &Stop) -> anyhow::Result<u64> {
         let mut rejected = 0;
         let mut last_message = Instant::now();
         while !stop.is_raised() {
-            // One bounded pull at a time, read to its end even if a stop
-            // comes meanwhile: the server has sent those messages already,
-            // and each must reach a worker and be settled. So a stop leaves
-            // nothing delivered and unacknowledged in a client buffer.
-            let mut batch = self
+            let pulled = self
                 .consumer
                 .batch()
                 .max_messages(PULL_BATCH)
                 .expires(PULL_WAIT)
                 .messages()
-                .await?;
-            // Messages already received go to the workers together, as one
-            // chunk; the source waits for the next one only with none in
-            // hand, so a message never waits for a later one.
-            let mut chunk = Vec::new();
-            loop {
-                let next = match batch.next().now_or_never() {
-                    Some(next) => next,
-                    None => {
-                        send(chunks, &mut chunk)?;
-                        batch.next().await
-                    }
-                };
-                match next {
-                    Some(Ok(message)) => {
+                .await;
+            match pulled {
+                Ok(batch) => {
+                    if self.hand_over(batch, chunks, &mut rejected).await? {
                         last_message = Instant::now();
-                        chunk.extend(self.take_in(message, &mut rejected));
                     }
-                    Some(Err(error)) => tracing::warn!(%error, "pulling from JetStream failed"),
-                    None => break,
+                }
+                // A server away (restarting, unreachable) is waited for:
+                // the client reconnects on its own, and readiness says so
+                // meanwhile.
+                Err(error) => {
+                    tracing::warn!(%error, "could not pull from JetStream; trying again");
+                    tokio::time::sleep(PULL_WAIT).await;
                 }
             }
-            send(chunks, &mut chunk)?;
             if self
                 .exit_when_idle
                 .is_some_and(|idle| last_message.elapsed() >= idle)
@@ -172,6 +174,44 @@ impl NatsSource {
             }
         }
         Ok(rejected)
+    }
+
+    /// Hands one pull's messages to the workers; whether there were any.
+    ///
+    /// The pull is read to its end even if a stop comes meanwhile: the
+    /// server has sent those messages already, and each must reach a worker
+    /// and be settled. So a stop leaves nothing delivered and
+    /// unacknowledged in a client buffer. Messages already received go to
+    /// the workers together, as one chunk; the source waits for the next
+    /// one only with none in hand, so a message never waits for a later
+    /// one.
+    async fn hand_over(
+        &self,
+        mut batch: Batch,
+        chunks: &Sender<Vec<Incoming>>,
+        rejected: &mut u64,
+    ) -> anyhow::Result<bool> {
+        let mut received = false;
+        let mut chunk = Vec::new();
+        loop {
+            let next = match batch.next().now_or_never() {
+                Some(next) => next,
+                None => {
+                    send(chunks, &mut chunk)?;
+                    batch.next().await
+                }
+            };
+            match next {
+                Some(Ok(message)) => {
+                    received = true;
+                    chunk.extend(self.take_in(message, rejected));
+                }
+                Some(Err(error)) => tracing::warn!(%error, "pulling from JetStream failed"),
+                None => break,
+            }
+        }
+        send(chunks, &mut chunk)?;
+        Ok(received)
     }
 
     /// Takes one message in for the workers; `None` if it has no JetStream

@@ -60,8 +60,9 @@ impl NatsOptions {
             .await
             .with_context(|| format!("could not create the consumer {}", self.durable))?;
         let counts = Arc::new(Counts::default());
-        let (outbox, settled) = settle::start(client, self.ack_wait, counts.clone());
+        let (outbox, settled) = settle::start(client.clone(), self.ack_wait, counts.clone());
         let source = NatsSource {
+            client,
             consumer,
             exit_when_idle: self.exit_when_idle,
             outbox,

@@ -3,16 +3,19 @@
 //! so tests run in parallel without seeing each other's messages.
 //!
 //! `proxy` stands between a consumer and the server to check that its
-//! settles are confirmed; `unconfirmed` is a source that never waits for
+//! settles are confirmed; `server` is a server of one test's own, for the
+//! tests that stop and restart it; `unconfirmed` is a source that never waits for
 //! that, known-broken, for the test that proves the check catches it.
 
 pub mod proxy;
+pub mod server;
 pub mod unconfirmed;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use async_nats::jetstream::{self, stream};
+use futures::StreamExt;
 
 use {{crate_name}}::envelope::to_line;
 use {{crate_name}}::message::Message;
@@ -42,6 +45,8 @@ static STREAMS: AtomicU64 = AtomicU64::new(0);
 /// A stream of one test's own.
 pub struct Broker {
     runtime: tokio::runtime::Runtime,
+    /// The server's URL.
+    url: String,
     context: jetstream::Context,
     pub stream: String,
     subject: String,
@@ -57,13 +62,19 @@ pub struct Backlog {
 }
 
 impl Broker {
+    /// A stream on the shared server, `NATS_URL`.
     pub fn new() -> Self {
+        Self::at(&nats_url())
+    }
+
+    /// A stream on the server at `url`.
+    pub fn at(url: &str) -> Self {
         let runtime = tokio::runtime::Runtime::new().expect("runtime");
         let n = STREAMS.fetch_add(1, Ordering::Relaxed);
         let stream = format!("TEST_{}_{n}", std::process::id());
         let subject = format!("test.{}.{n}", std::process::id());
         let context = runtime.block_on(async {
-            let client = async_nats::connect(nats_url())
+            let client = async_nats::connect(url)
                 .await
                 .unwrap_or_else(|error| panic!("{error}\n{NO_SERVER}"));
             let context = jetstream::new(client);
@@ -79,6 +90,7 @@ impl Broker {
         });
         Self {
             runtime,
+            url: url.to_owned(),
             context,
             stream,
             subject,
@@ -101,7 +113,7 @@ impl Broker {
     /// `consume`'s options for a durable consumer of this stream.
     pub fn options(&self, durable: &str, ack_wait: Duration) -> NatsOptions {
         NatsOptions {
-            nats_url: nats_url(),
+            nats_url: self.url.clone(),
             stream: self.stream.clone(),
             subjects: vec![format!("{}.>", self.subject)],
             durable: durable.to_owned(),
@@ -132,7 +144,7 @@ impl Broker {
     /// the events stream's subjects.
     pub fn relay_options(&self) -> NatsSinkOptions {
         NatsSinkOptions {
-            nats_url: nats_url(),
+            nats_url: self.url.clone(),
             notifications_stream: format!("{}_OUT", self.stream),
             subject_prefix: format!("out.{}", self.subject),
         }
@@ -222,6 +234,29 @@ impl Broker {
                 pending: info.num_pending,
                 unacknowledged: u64::try_from(info.num_ack_pending).unwrap_or(0),
             }
+        })
+    }
+
+    /// Takes up to `count` messages for the durable consumer and leaves
+    /// them unsettled (until its ack wait expires): delivered, not
+    /// acknowledged. Returns how many it took.
+    pub fn take_unsettled(&self, durable: &str, count: usize) -> usize {
+        self.block_on(async {
+            let stream = self.context.get_stream(&self.stream).await.expect("stream");
+            let consumer: jetstream::consumer::PullConsumer =
+                stream.get_consumer(durable).await.expect("consumer");
+            let mut messages = consumer
+                .fetch()
+                .max_messages(count)
+                .messages()
+                .await
+                .expect("fetch");
+            let mut taken = 0;
+            while let Some(message) = messages.next().await {
+                message.expect("a message");
+                taken += 1;
+            }
+            taken
         })
     }
 
