@@ -8,6 +8,8 @@
 //!   [`crate::message`]); 1 to 200 bytes, no control characters.
 //! * `type`: which [`Event`] the payload is.
 //! * `payload`: the event's fields.
+//! * `traceparent` (optional): the producer's W3C trace context, which
+//!   this consumer's spans and notifications continue (see `crate::trace`).
 //!
 //! Other top-level fields are ignored, so a sender may add headers without
 //! breaking this consumer. Every way a line can be unusable has its own
@@ -51,6 +53,8 @@ struct Wire<'a> {
     kind: Option<&'a RawValue>,
     #[serde(borrow)]
     payload: Option<&'a RawValue>,
+    #[serde(borrow)]
+    traceparent: Option<&'a RawValue>,
 }
 
 /// Parses one line (without its line break) into a [`Message`].
@@ -68,7 +72,16 @@ pub fn parse_line(line: &[u8]) -> Result<Message, Rejection> {
     let payload = wire.payload.ok_or(Rejection::MissingField("payload"))?;
     let id = MessageId::new(id)?;
     let event = Event::decode(&kind, payload.get())?;
-    Ok(Message { id, event })
+    // A trace context that is not a string is no reason to refuse a
+    // message: it only starts a trace of its own.
+    let trace_parent = wire
+        .traceparent
+        .and_then(|raw| serde_json::from_str(raw.get()).ok());
+    Ok(Message {
+        id,
+        event,
+        trace_parent,
+    })
 }
 
 /// `message` as one line of this format (without the line break): what
@@ -76,7 +89,12 @@ pub fn parse_line(line: &[u8]) -> Result<Message, Rejection> {
 pub fn to_line(message: &Message) -> String {
     let (kind, payload) = message.event.encode();
     let payload = RawValue::from_string(payload).expect("an encoded payload is JSON");
-    serde_json::json!({ "id": message.id.as_str(), "type": kind, "payload": payload }).to_string()
+    let mut line =
+        serde_json::json!({ "id": message.id.as_str(), "type": kind, "payload": payload });
+    if let Some(traceparent) = &message.trace_parent {
+        line["traceparent"] = traceparent.as_str().into();
+    }
+    line.to_string()
 }
 
 fn string_field<'a>(

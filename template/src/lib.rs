@@ -15,6 +15,7 @@
 //! * [`retention`]: purging old inbox rows without letting late duplicates through;
 //! * [`meter`] and [`metrics`]: what a running consumer tells its watchers, and
 //!   the Prometheus metrics and health endpoints built on it;
+//! * [`trace`]: the spans that follow each message, producer to receiver;
 //! * [`progress`] and [`stop`]: following a run from outside, and ending it.
 
 pub mod defaults;
@@ -33,6 +34,7 @@ pub mod retention;
 pub mod source;
 pub mod stop;
 pub mod store;
+pub mod trace;
 {% if database == "postgres" %}
 pub mod postgres;
 

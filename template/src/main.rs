@@ -9,20 +9,17 @@ mod cli;
 use std::process::ExitCode;
 
 use clap::Parser;
-use tracing_subscriber::EnvFilter;
 
-use {{crate_name}}::database;
+use cli::telemetry::Telemetry;
 
 fn main() -> ExitCode {
-    let mut filter = EnvFilter::try_from_env("RUST_LOG").unwrap_or_else(|_| EnvFilter::new("warn"));
-    for quiet in database::QUIET_LOGS {
-        filter = filter.add_directive(quiet.parse().expect("a valid directive"));
-    }
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .init();
-    match cli::Cli::parse().execute() {
+    let cli = cli::Cli::parse();
+    let outcome = Telemetry::init(cli.otlp_endpoint()).and_then(|telemetry| {
+        let executed = cli.execute();
+        drop(telemetry);
+        executed
+    });
+    match outcome {
         Ok(code) => code,
         Err(error) => cli::output::exit_for_closed_output(&error).unwrap_or_else(|| {
             eprintln!("error: {error:#}");

@@ -63,6 +63,11 @@ impl std::fmt::Display for MessageId {
 pub struct Message {
     pub id: MessageId,
     pub event: Event,
+    /// The W3C trace context the message came with (its producer's span),
+    /// or, once a worker took it, that of the worker's `receive` span: what
+    /// the notifications it causes carry on (see `crate::trace`). Never
+    /// part of what a consumer decides by.
+    pub trace_parent: Option<String>,
 }
 
 #[cfg(test)]

@@ -83,6 +83,7 @@ fn redrive(
         let message = Message {
             id: MessageId::new(letter.message_id.clone())?,
             event: Event::decode(&letter.event_type, &letter.payload)?,
+            trace_parent: None,
         };
         match inbox.redrive(handler.as_ref(), &message)? {
             Outcome::Applied => {

@@ -15,6 +15,7 @@ mod progress;
 mod purge;
 mod relay;
 mod run;
+pub mod telemetry;
 mod work;
 
 use std::process::ExitCode;
@@ -31,6 +32,17 @@ use output::outln;
 pub struct Cli {
     #[command(flatten)]
     database: DatabaseOptions,
+    /// Export traces (a span per message received, per delivery, per
+    /// notification relayed, continuing the producer's `traceparent`) to
+    /// the OpenTelemetry collector at this URL, over OTLP/HTTP (e.g.
+    /// http://127.0.0.1:4318). Off by default.
+    #[arg(
+        long,
+        global = true,
+        env = "OTEL_EXPORTER_OTLP_ENDPOINT",
+        value_name = "URL"
+    )]
+    otlp_endpoint: Option<String>,
     #[command(subcommand)]
     command: Command,
 }
@@ -53,6 +65,11 @@ enum Command {
 }
 
 impl Cli {
+    /// Where traces go, if anywhere.
+    pub fn otlp_endpoint(&self) -> Option<&str> {
+        self.otlp_endpoint.as_deref()
+    }
+
     pub fn execute(self) -> anyhow::Result<ExitCode> {
         let database = &self.database;
         match self.command {

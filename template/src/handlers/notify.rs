@@ -29,6 +29,9 @@ pub struct Notification {
     pub channel: String,
     pub account: i64,
     pub body: String,
+    /// The trace context of the delivery that queued it, which the relay
+    /// sends on (see `crate::trace`).
+    pub trace_parent: Option<String>,
 }
 
 /// The notifications outbox.
@@ -96,6 +99,7 @@ fn notifications_of(message: &Message) -> Result<Vec<Notification>, NotSubscribe
             channel: (*channel).to_owned(),
             account: payment.account,
             body: format!("Payment of {} captured", payment.amount),
+            trace_parent: message.trace_parent.clone(),
         })
         .collect())
 }

@@ -60,6 +60,24 @@ pub enum Outcome {
     Refused(String),
 }
 
+/// The label of a failed delivery ([`Outcome::label`]), which is also
+/// what every delivery of a batch rolled back by a storage error counts as.
+pub const FAILED_LABEL: &str = "failed";
+
+impl Outcome {
+    /// Its name where it is counted and traced: in the summary line, the
+    /// metrics' `outcome` label and the `deliver` span's `outcome` field.
+    pub fn label(&self) -> &'static str {
+        match self {
+            Self::Applied => "applied",
+            Self::Duplicate => "duplicate",
+            Self::Failed(_) => FAILED_LABEL,
+            Self::DeadLettered(_) => "dead_lettered",
+            Self::Refused(_) => "refused",
+        }
+    }
+}
+
 /// One message for one consumer.
 #[derive(Clone, Copy)]
 pub struct Delivery<'a> {

@@ -84,6 +84,7 @@ mod tests {
                 account: 1,
                 amount: 10,
             }),
+            trace_parent: None,
         }
     }
 

@@ -31,7 +31,7 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::{Registry, Unit};
 
-use crate::inbox::{Delivery, Outcome, StorageError};
+use crate::inbox::{Delivery, FAILED_LABEL, Outcome, StorageError};
 use crate::meter::{BatchEnd, Meter};
 use crate::relay::RelayCounts;
 use crate::source::BrokerProbe;
@@ -39,10 +39,6 @@ use crate::store::{Backlog, Store};
 use backlog::BacklogGauges;
 use broker::BrokerGauges;
 use health::InFlight;
-
-/// The outcome label of a delivery rolled back with its whole batch: it
-/// counts as failed, as in the summary line.
-const FAILED: &str = "failed";
 
 /// Which deliveries a series counts.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -253,25 +249,29 @@ struct KnownConsumer {
 }
 
 /// Every outcome label, in the order [`outcome_index`] numbers them.
-const OUTCOMES: [&str; 5] = ["applied", "duplicate", FAILED, "dead_lettered", "refused"];
+const OUTCOMES: [&str; 5] = [
+    "applied",
+    "duplicate",
+    FAILED_LABEL,
+    "dead_lettered",
+    "refused",
+];
 
 /// Every outcome label of the relay's sends, as [`Meter::relayed`] counts
 /// them.
 const RELAY_OUTCOMES: [&str; 4] = ["sent", "already_there", "failed", "parked"];
 
-/// Where an outcome's label is in [`OUTCOMES`] (its name in the summary
-/// line).
+/// Where an outcome's label ([`Outcome::label`]) is in [`OUTCOMES`].
 fn outcome_index(outcome: &Outcome) -> usize {
-    match outcome {
-        Outcome::Applied => 0,
-        Outcome::Duplicate => 1,
-        Outcome::Failed(_) => FAILED_INDEX,
-        Outcome::DeadLettered(_) => 3,
-        Outcome::Refused(_) => 4,
-    }
+    let label = outcome.label();
+    OUTCOMES
+        .iter()
+        .position(|known| *known == label)
+        .expect("every outcome's label is in OUTCOMES")
 }
 
-/// [`FAILED`]'s place in [`OUTCOMES`].
+/// [`FAILED_LABEL`]'s place in [`OUTCOMES`]: a delivery rolled back
+/// with its whole batch counts as failed, as in the summary line.
 const FAILED_INDEX: usize = 2;
 
 impl Meter for Metrics {
@@ -318,7 +318,7 @@ mod tests {
 
     use super::*;
     use crate::event::{Event, PaymentCaptured};
-    use crate::handlers::Debit;
+    use crate::handlers::{Debit, Notify};
     use crate::inbox::{StorageFault, unix_millis};
     use crate::message::{Message, MessageId};
 
@@ -329,6 +329,7 @@ mod tests {
                 account: 1,
                 amount: 10,
             }),
+            trace_parent: None,
         }
     }
 
@@ -466,7 +467,7 @@ mod tests {
 
     #[test]
     fn every_series_of_the_consumers_is_there_from_the_start() {
-        let metrics = Metrics::watching_any(Box::new(StandIn::healthy()), &["debit"]);
+        let metrics = Metrics::watching_any(Box::new(StandIn::healthy()), &["debit", "notify"]);
         let text = metrics.render();
         for outcome in ["applied", "duplicate", "failed", "dead_lettered", "refused"] {
             let line = [
@@ -498,12 +499,21 @@ mod tests {
             Duration::ZERO,
         );
         metrics.batch_ended(&[redelivered], BatchEnd::RolledBack, Duration::ZERO);
+        // Each known consumer through its own handles, never another's.
+        metrics.batch_ended(
+            &[Delivery::new(&Notify, &message)],
+            BatchEnd::Committed(&[Outcome::Applied]),
+            Duration::ZERO,
+        );
         let text = metrics.render();
         for expected in [
             r#"inbox_deliveries_total{consumer="debit",outcome="refused"} 1"#,
             r#"inbox_deliveries_total{consumer="debit",outcome="failed"} 1"#,
             r#"inbox_deliveries_total{consumer="debit",outcome="applied"} 0"#,
             r#"inbox_redeliveries_total{consumer="debit"} 2"#,
+            r#"inbox_deliveries_total{consumer="notify",outcome="applied"} 1"#,
+            r#"inbox_deliveries_total{consumer="notify",outcome="failed"} 0"#,
+            r#"inbox_redeliveries_total{consumer="notify"} 0"#,
         ] {
             assert!(
                 has_line(&text, expected),

@@ -33,6 +33,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use crossbeam_channel::{Receiver, Sender};
+use tracing::Span;
 
 use crate::handler::Handler;
 use crate::inbox::{Delivery, Inbox, Outcome, StorageError};
@@ -40,6 +41,7 @@ use crate::message::Message;
 use crate::meter::{BatchEnd, Meter, Unmetered};
 use crate::progress::Progress;
 use crate::source::{Incoming, Source, Stop, Verdict};
+use crate::trace;
 
 /// Messages per transaction unless told otherwise. Best of three runs of the
 /// `run` binary on the benchmark's 200,000 lines, one worker: 64 gave about
@@ -223,6 +225,7 @@ fn work<I: Inbox>(
     let mut queued = VecDeque::new();
     let mut batch = Vec::with_capacity(options.batch_size);
     while next_batch(chunks, &mut queued, &mut batch, options) {
+        let received: Vec<Span> = batch.iter_mut().map(trace::receive).collect();
         let mut deliveries = Vec::new();
         // For each message: how many of `deliveries` are its own.
         let mut fan_out = Vec::with_capacity(batch.len());
@@ -240,6 +243,13 @@ fn work<I: Inbox>(
             );
             fan_out.push(deliveries.len() - before);
         }
+        let delivering: Vec<Span> = received
+            .iter()
+            .zip(&fan_out)
+            .flat_map(|(receive, &count)| std::iter::repeat_n(receive, count))
+            .zip(&deliveries)
+            .map(|(receive, delivery)| trace::deliver(receive, delivery))
+            .collect();
         options.meter.batch_began();
         let began = Instant::now();
         let delivered = inbox.deliver_batch(&deliveries);
@@ -248,6 +258,8 @@ fn work<I: Inbox>(
             Err(_) => BatchEnd::RolledBack,
         };
         options.meter.batch_ended(&deliveries, how, began.elapsed());
+        trace::ended(&delivering, how);
+        drop(delivering);
         let verdicts: Vec<Verdict> = match delivered {
             Ok(outcomes) => {
                 outcomes.iter().for_each(|outcome| summary.count(outcome));
@@ -271,6 +283,7 @@ fn work<I: Inbox>(
         for (incoming, verdict) in batch.drain(..).zip(verdicts) {
             incoming.ack.settle(verdict);
         }
+        drop(received);
     }
     summary
 }
@@ -328,6 +341,7 @@ mod tests {
         let payment = |id: &str, account| Message {
             id: MessageId::new(id).unwrap(),
             event: Event::PaymentCaptured(PaymentCaptured { account, amount: 1 }),
+            trace_parent: None,
         };
         let route = ByPartitionKey;
         for workers in [1, 3, 4] {

@@ -27,7 +27,8 @@ use crate::relay::{Outgoing, Parked, Queue, RelayPolicy, Sent, idempotency_key};
 use super::{Exec, Pipelined};
 
 /// Up to `$2` rows due at `$1`, oldest first, locked for this relay.
-const DUE: &str = "SELECT event_id, channel, account, body, failures FROM notifications
+const DUE: &str =
+    "SELECT event_id, channel, account, body, failures, trace_parent FROM notifications
                    WHERE sent_at IS NULL AND parked_at IS NULL AND retry_at <= $1
                    ORDER BY queued_at, event_id, channel LIMIT $2
                    FOR UPDATE SKIP LOCKED";
@@ -68,6 +69,7 @@ fn notification(row: &Row) -> Notification {
         channel: row.get(1),
         account: row.get(2),
         body: row.get(3),
+        trace_parent: row.get("trace_parent"),
     }
 }
 
@@ -155,7 +157,7 @@ impl Queue for PgQueue {
 
     fn parked(&mut self) -> Result<Vec<Parked>, StorageError> {
         let rows = self.client.query(
-            "SELECT event_id, channel, account, body, failures, last_error, parked_at
+            "SELECT event_id, channel, account, body, failures, last_error, parked_at, trace_parent
              FROM notifications WHERE parked_at IS NOT NULL
              ORDER BY parked_at, event_id, channel",
             &[],

@@ -87,8 +87,22 @@ CREATE TABLE IF NOT EXISTS notifications (
     retry_at   bigint  NOT NULL DEFAULT 0,
     last_error text,
     parked_at  bigint,
+    -- The W3C trace context of the delivery that queued the row, which the
+    -- relay sends on (src/trace.rs).
+    trace_parent text,
     UNIQUE (event_id, channel)
 );
+-- Added after the table first shipped: a database made before gets it.
+-- Looked up first: even with IF NOT EXISTS, ALTER TABLE waits for an
+-- exclusive lock, behind every running consumer's transaction.
+DO $$
+BEGIN
+    IF NOT EXISTS (SELECT FROM information_schema.columns
+                   WHERE table_schema = current_schema()
+                     AND table_name = 'notifications' AND column_name = 'trace_parent') THEN
+        ALTER TABLE notifications ADD COLUMN trace_parent text;
+    END IF;
+END $$;
 -- What the relay has left to send, in the order it sends it: the whole
 -- sort key, so a take reads its batch off the index and stops (ordered by
 -- `queued_at` alone, every take sorted every row left to send). Replaces

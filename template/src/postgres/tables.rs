@@ -54,12 +54,12 @@ impl TableStatements {
                  FROM batch JOIN debited ON debited.id = batch.account",
             )?,
             queue_notification: client.prepare(
-                "INSERT INTO notifications (event_id, channel, account, body)
-                 VALUES ($1, $2, $3, $4)",
+                "INSERT INTO notifications (event_id, channel, account, body, trace_parent)
+                 VALUES ($1, $2, $3, $4, $5)",
             )?,
             queue_all: client.prepare(
-                "INSERT INTO notifications (event_id, channel, account, body)
-                 SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::text[])",
+                "INSERT INTO notifications (event_id, channel, account, body, trace_parent)
+                 SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::text[], $5::text[])",
             )?,
             lock_payment: client
                 .prepare("SELECT account, amount FROM debits WHERE payment_id = $1 FOR UPDATE")?,
@@ -155,6 +155,7 @@ impl<C: Exec> Outbox for PgTables<'_, C> {
                 &notification.channel,
                 &notification.account,
                 &notification.body,
+                &notification.trace_parent,
             ],
         )?;
         Ok(())
@@ -165,6 +166,10 @@ impl<C: Exec> Outbox for PgTables<'_, C> {
             notifications.iter().map(get).collect()
         };
         let accounts: Vec<i64> = notifications.iter().map(|n| n.account).collect();
+        let traces: Vec<Option<&str>> = notifications
+            .iter()
+            .map(|n| n.trace_parent.as_deref())
+            .collect();
         self.client.execute(
             &self.statements.queue_all,
             &[
@@ -172,6 +177,7 @@ impl<C: Exec> Outbox for PgTables<'_, C> {
                 &column(|n| &n.channel),
                 &accounts,
                 &column(|n| &n.body),
+                &traces,
             ],
         )?;
         Ok(())
@@ -179,7 +185,7 @@ impl<C: Exec> Outbox for PgTables<'_, C> {
 
     fn notifications(&mut self) -> Result<Vec<Notification>, StorageError> {
         let rows = self.client.query(
-            "SELECT event_id, channel, account, body FROM notifications
+            "SELECT event_id, channel, account, body, trace_parent FROM notifications
              ORDER BY event_id, channel",
             &[],
         )?;
@@ -190,6 +196,7 @@ impl<C: Exec> Outbox for PgTables<'_, C> {
                 channel: row.get(1),
                 account: row.get(2),
                 body: row.get(3),
+                trace_parent: row.get(4),
             })
             .collect())
     }

@@ -1,7 +1,8 @@
 //! Sending notifications as JSON lines, to a file or standard output.
 //!
 //! Each line is an envelope like `run`'s input (`id`, `type`, `payload`),
-//! with the idempotency key as its `id`, so the output of one consumer can
+//! with the idempotency key as its `id` (and the trace context, if the
+//! notification has one, as `traceparent`), so the output of one consumer can
 //! be the input of another, whose inbox then applies each notification
 //! once however often the relay sent it. A line counts as sent once it is
 //! written and flushed to the operating system (it survives a crash of
@@ -11,6 +12,7 @@
 use std::io::Write;
 
 use super::{Outgoing, Sent, Sink};
+use crate::trace::TRACEPARENT;
 
 /// The envelope `type` of a relayed notification.
 pub const NOTIFICATION_TYPE: &str = "notification.requested";
@@ -29,7 +31,7 @@ impl LinesSink {
 /// A notification as one line of JSON (without the line break).
 pub fn to_line(outgoing: &Outgoing) -> String {
     let notification = &outgoing.notification;
-    serde_json::json!({
+    let mut line = serde_json::json!({
         "id": outgoing.key,
         "type": NOTIFICATION_TYPE,
         "payload": {
@@ -38,8 +40,11 @@ pub fn to_line(outgoing: &Outgoing) -> String {
             "account": notification.account,
             "body": notification.body,
         },
-    })
-    .to_string()
+    });
+    if let Some(traceparent) = &notification.trace_parent {
+        line[TRACEPARENT] = traceparent.as_str().into();
+    }
+    line.to_string()
 }
 
 impl Sink for LinesSink {

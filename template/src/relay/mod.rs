@@ -35,6 +35,7 @@ use crate::inbox::StorageError;
 use crate::meter::Meter;
 use crate::progress::Progress;
 use crate::stop::Stop;
+use crate::trace;
 
 /// How each line of `relay send --progress-lines` starts: printed after a
 /// batch was sent and before it is marked sent (the kill test aims there).
@@ -70,6 +71,18 @@ pub enum Sent {
     /// not the row's fault, so nothing is recorded for it, and the relay
     /// stops. The row is sent by the next relay.
     Closed(String),
+}
+
+impl Sent {
+    /// Its name on the `relay` span.
+    fn label(&self) -> &'static str {
+        match self {
+            Self::Confirmed => "sent",
+            Self::AlreadyThere => "already_there",
+            Self::Failed(_) => "failed",
+            Self::Closed(_) => "closed",
+        }
+    }
 }
 
 /// Why a relay stopped before its end.
@@ -200,8 +213,10 @@ pub fn relay_batch(
     }
     let mut results: Vec<(Outgoing, Sent)> = Vec::with_capacity(taken.len());
     let mut closed = None;
-    for outgoing in taken {
-        let sent = sink.send(&outgoing);
+    for mut outgoing in taken {
+        let span = trace::relay(&mut outgoing.notification, &outgoing.key);
+        let sent = span.in_scope(|| sink.send(&outgoing));
+        span.record("outcome", sent.label());
         match &sent {
             Sent::Confirmed => counts.sent += 1,
             Sent::AlreadyThere => {

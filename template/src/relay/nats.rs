@@ -2,14 +2,16 @@
 //! (`<prefix>.email`, `<prefix>.push`), the idempotency key both as
 //! `Nats-Msg-Id` (the stream's dedup window then absorbs a quick resend:
 //! the server confirms it as a duplicate) and as an `Idempotency-Key`
-//! header for receivers with their own inbox. A send counts once the
-//! stream confirmed it stored the message.
+//! header for receivers with their own inbox, and the trace context as
+//! `traceparent` (see `crate::trace`). A send counts once the stream
+//! confirmed it stored the message.
 
 use anyhow::Context;
 use async_nats::jetstream::{self, stream};
 
 use super::lines::to_line;
 use super::{Outgoing, Sent, Sink};
+use crate::trace::TRACEPARENT;
 
 /// Where notifications are published (options of `relay send`).
 #[derive(clap::Args, Debug, Clone)]
@@ -67,6 +69,9 @@ impl Sink for NatsSink {
         let mut headers = async_nats::HeaderMap::new();
         headers.insert("Nats-Msg-Id", outgoing.key.as_str());
         headers.insert("Idempotency-Key", outgoing.key.as_str());
+        if let Some(traceparent) = &outgoing.notification.trace_parent {
+            headers.insert(TRACEPARENT, traceparent.as_str());
+        }
         let body = to_line(outgoing);
         let published = self.runtime.block_on(async {
             self.context

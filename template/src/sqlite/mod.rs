@@ -40,6 +40,11 @@ pub const QUIET_LOGS: [&str; 0] = [];
 /// Every table: the inbox's and the handlers'.
 const SCHEMA: &str = include_str!("schema.sql");
 
+/// Columns added to a table of [`SCHEMA`] after it first shipped: table,
+/// column, declaration. SQLite has no `ADD COLUMN IF NOT EXISTS`, so a
+/// database made before them gets each one that it lacks.
+const ADDED_COLUMNS: [(&str, &str, &str); 1] = [("notifications", "trace_parent", "TEXT")];
+
 /// How hard SQLite pushes each commit to disk. The trade-off is explained
 /// in the README ("Durability").
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -116,6 +121,18 @@ impl Database {
         db.pragma_update(None, "journal_mode", "WAL")?;
         let tx = db.transaction_with_behavior(TransactionBehavior::Immediate)?;
         tx.execute_batch(SCHEMA)?;
+        for (table, column, declaration) in ADDED_COLUMNS {
+            let present: bool = tx.query_row(
+                "SELECT count(*) > 0 FROM pragma_table_info(?1) WHERE name = ?2",
+                [table, column],
+                |row| row.get(0),
+            )?;
+            if !present {
+                tx.execute_batch(&format!(
+                    "ALTER TABLE {table} ADD COLUMN {column} {declaration}"
+                ))?;
+            }
+        }
         Ok(tx.commit()?)
     }
 

@@ -16,7 +16,8 @@ use crate::inbox::{StorageError, StorageFault, unix_millis};
 use crate::relay::{Outgoing, Parked, Queue, RelayPolicy, Sent, idempotency_key};
 
 /// Up to `?2` rows due at `?1`, oldest first.
-const DUE: &str = "SELECT event_id, channel, account, body, failures FROM notifications
+const DUE: &str =
+    "SELECT event_id, channel, account, body, failures, trace_parent FROM notifications
                    WHERE sent_at IS NULL AND parked_at IS NULL AND retry_at <= ?1
                    ORDER BY queued_at, event_id, channel LIMIT ?2";
 
@@ -63,6 +64,7 @@ impl Queue for SqliteQueue {
                 channel: row.get(1)?,
                 account: row.get(2)?,
                 body: row.get(3)?,
+                trace_parent: row.get(5)?,
             };
             Ok(Outgoing {
                 key: idempotency_key(&notification),
@@ -125,7 +127,7 @@ impl Queue for SqliteQueue {
 
     fn parked(&mut self) -> Result<Vec<Parked>, StorageError> {
         let mut statement = self.db.prepare(
-            "SELECT event_id, channel, account, body, failures, last_error, parked_at
+            "SELECT event_id, channel, account, body, failures, last_error, parked_at, trace_parent
              FROM notifications WHERE parked_at IS NOT NULL
              ORDER BY parked_at, event_id, channel",
         )?;
@@ -135,6 +137,7 @@ impl Queue for SqliteQueue {
                 channel: row.get(1)?,
                 account: row.get(2)?,
                 body: row.get(3)?,
+                trace_parent: row.get(7)?,
             };
             Ok(Parked {
                 key: idempotency_key(&notification),

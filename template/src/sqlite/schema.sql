@@ -83,6 +83,10 @@ CREATE TABLE IF NOT EXISTS notifications (
     retry_at   INTEGER NOT NULL DEFAULT 0,
     last_error TEXT,
     parked_at  INTEGER,
+    -- The W3C trace context of the delivery that queued the row, which the
+    -- relay sends on (src/trace.rs). Added after the table first shipped:
+    -- a database made before gets it (ADDED_COLUMNS in src/sqlite/mod.rs).
+    trace_parent TEXT,
     UNIQUE (event_id, channel)
 );
 -- What the relay has left to send, in the order it sends it: the whole

@@ -82,14 +82,15 @@ impl Outbox for SqliteTables<'_> {
     fn queue_notification(&mut self, notification: &Notification) -> Result<(), StorageError> {
         self.db
             .prepare_cached(
-                "INSERT INTO notifications (event_id, channel, account, body)
-                 VALUES (?1, ?2, ?3, ?4)",
+                "INSERT INTO notifications (event_id, channel, account, body, trace_parent)
+                 VALUES (?1, ?2, ?3, ?4, ?5)",
             )?
             .execute(params![
                 notification.event_id,
                 notification.channel,
                 notification.account,
-                notification.body
+                notification.body,
+                notification.trace_parent
             ])?;
         Ok(())
     }
@@ -103,7 +104,7 @@ impl Outbox for SqliteTables<'_> {
 
     fn notifications(&mut self) -> Result<Vec<Notification>, StorageError> {
         let mut statement = self.db.prepare(
-            "SELECT event_id, channel, account, body FROM notifications
+            "SELECT event_id, channel, account, body, trace_parent FROM notifications
              ORDER BY event_id, channel",
         )?;
         let rows = statement.query_map([], |row| {
@@ -112,6 +113,7 @@ impl Outbox for SqliteTables<'_> {
                 channel: row.get(1)?,
                 account: row.get(2)?,
                 body: row.get(3)?,
+                trace_parent: row.get(4)?,
             })
         })?;
         Ok(rows.collect::<Result<_, _>>()?)

@@ -11,6 +11,8 @@
 //! * `relay`: the outbox relayed to JetStream, a resend absorbed;
 //! * `health`: the pending count a scrape reports, and readiness with a
 //!   server of the test's own stopped and restarted;
+//! * `traces`: a producer's `traceparent` header followed to the spans and
+//!   the relayed notifications;
 //! * `processes`: `consume` killed mid-run and restarted, stopped by
 //!   SIGTERM{% if database == "postgres" %}, three processes sharing one consumer{% endif %}.
 //!
@@ -198,3 +200,4 @@ mod relay;
 mod scale_out;
 {%- endif %}
 mod settles;
+mod traces;

@@ -29,6 +29,7 @@ fn poison() -> Message {
             account: 999,
             amount: 10,
         }),
+        trace_parent: None,
     }
 }
 

@@ -8,7 +8,9 @@
 //! * `relays`: two relays at once never send the same row at the same time;
 //! * `metrics`: a running relay's scrape agrees with its summary and the outbox;
 //! * `teeth`: known-broken relays (marking before sending, a key that
-//!   changes on resend, deleting a failing row) are caught.
+//!   changes on resend, deleting a failing row) are caught;
+//! * `traces`: a producer's trace context goes through the inbox to the
+//!   relayed notifications.
 
 #[path = "../support/mod.rs"]
 mod support;
@@ -18,6 +20,7 @@ mod metrics;
 mod relays;
 mod sends;
 mod teeth;
+mod traces;
 
 use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
@@ -111,6 +114,7 @@ fn receive(lines: &[String]) -> (u64, u64) {
                 account: 1,
                 amount: 1,
             }),
+            trace_parent: None,
         })
         .collect();
     let outcomes = deliver_all(inbox.as_mut(), &Receiver, &messages);
@@ -139,6 +143,7 @@ impl Handler for Receiver {
             channel: "received".into(),
             account: 0,
             body: String::new(),
+            trace_parent: None,
         })?;
         Ok(())
     }

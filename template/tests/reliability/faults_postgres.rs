@@ -260,6 +260,7 @@ fn a_relay_batch_waits_only_for_its_take_its_mark_and_its_commit() {
                 channel: CHANNELS[row % CHANNELS.len()].to_owned(),
                 account: 1,
                 body: "payment captured".to_owned(),
+                trace_parent: None,
             })
         })
     });

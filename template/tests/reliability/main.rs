@@ -15,6 +15,8 @@
 //! * `crash`: `run` killed with SIGKILL again and again, then finished;
 //! * `pipes`: every command that prints exits quietly on a closed stdout;
 //! * `metrics`: what `--metrics-addr` serves agrees with the summary line;
+//! * `otlp`: `--otlp-endpoint` exports the run's spans, in the producer's
+//!   trace, before the process exits;
 //! * `safety`: SQL only through bound parameters, no secrets in logs.
 //!
 //! Longer runs are opt-in: `CRASH_KILLS=200`, `FUZZ_CASES=1000000`,
@@ -57,6 +59,7 @@ mod faults;
 mod fuzz;
 mod hostile;
 mod metrics;
+mod otlp;
 mod pipes;
 mod poison;
 mod retention;

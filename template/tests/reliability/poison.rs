@@ -21,6 +21,7 @@ fn poison() -> Message {
             account: MISSING_ACCOUNT,
             amount: 10,
         }),
+        trace_parent: None,
     }
 }
 

@@ -12,6 +12,7 @@
 #![allow(dead_code, unused_imports)]
 
 pub mod broken;
+pub mod collector;
 pub mod debit_variant;
 pub mod figures;
 pub mod harness;
@@ -24,6 +25,7 @@ pub mod proxy;
 pub mod raw;
 pub mod relay_rates;
 pub mod subjects;
+pub mod traces;
 {% if database == "postgres" %}
 #[path = "postgres/mod.rs"]
 pub mod database;

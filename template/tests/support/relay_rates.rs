@@ -1,4 +1,5 @@
-//! The relay against a plain send loop, for the benchmarks' relay table. Both send the
+//! The relay run to its end, and against a plain send loop for the
+//! benchmarks' relay table. Both send the
 //! same number of outbox rows to the same kind of sink in the same run; the
 //! plain loop reads every row once and sends it, nothing more, while the
 //! relay takes rows in batches, sends each and marks it sent after its
@@ -11,7 +12,7 @@ use {{crate_name}}::handlers::{CHANNELS, Notification, Outbox};
 use {{crate_name}}::meter::Unmetered;
 use {{crate_name}}::progress::Progress;
 use {{crate_name}}::relay::{
-    Outgoing, RelayPolicy, Sent, Sink, Until, Watch, idempotency_key, relay,
+    Outgoing, RelayCounts, RelayPolicy, Sent, Sink, Until, Watch, idempotency_key, relay,
 };
 use {{crate_name}}::stop::Stop;
 use {{crate_name}}::store::Store;
@@ -62,21 +63,21 @@ fn outbox_of(rows: usize, tag: &str) -> Fixture {
                 channel: CHANNELS[row % CHANNELS.len()].to_owned(),
                 account: 1 + row as i64 % 1_000,
                 body: format!("payment {row} captured"),
+                trace_parent: None,
             })
         })
     });
     fixture
 }
 
-/// Rows per second the relay sends from `fixture`'s outbox into `sink`,
-/// marking each sent, until none is left.
-fn relay_rate(fixture: &Fixture, rows: usize, sink: &mut dyn Sink) -> f64 {
+/// Relays everything in `fixture`'s outbox into `sink`, `batch` rows at a
+/// time, as `relay send --until-done` does; what it counted.
+pub fn relay_until_done(fixture: &Fixture, sink: &mut dyn Sink, batch: usize) -> RelayCounts {
     let mut queue = fixture.database().relay_queue().expect("relay queue");
-    let started = Instant::now();
-    let counts = relay(
+    relay(
         &mut queue,
         sink,
-        RELAY_BATCH,
+        batch,
         RelayPolicy::default(),
         Watch {
             until: Until::Done,
@@ -85,7 +86,14 @@ fn relay_rate(fixture: &Fixture, rows: usize, sink: &mut dyn Sink) -> f64 {
             meter: &Unmetered,
         },
     )
-    .expect("relay");
+    .expect("relay")
+}
+
+/// Rows per second the relay sends from `fixture`'s outbox into `sink`,
+/// marking each sent, until none is left.
+fn relay_rate(fixture: &Fixture, rows: usize, sink: &mut dyn Sink) -> f64 {
+    let started = Instant::now();
+    let counts = relay_until_done(fixture, sink, RELAY_BATCH);
     let seconds = started.elapsed().as_secs_f64();
     assert_eq!(counts.sent, rows as u64, "the relay sent every row once");
     rows as f64 / seconds

@@ -43,6 +43,7 @@ pub fn payment(id: MessageId) -> Message {
             account: ACCOUNT,
             amount: AMOUNT,
         }),
+        trace_parent: None,
     }
 }
 
@@ -66,6 +67,7 @@ fn resent(message: &Message, change: impl FnOnce(&mut PaymentCaptured)) -> Messa
     Message {
         id: message.id.clone(),
         event: Event::PaymentCaptured(payment),
+        trace_parent: None,
     }
 }
 
@@ -113,6 +115,7 @@ impl Subject for DebitSubject {
                 account: NEVER_OPENED,
                 amount: AMOUNT,
             }),
+            trace_parent: None,
         })
     }
 
@@ -218,6 +221,7 @@ impl Subject for NotifySubject {
                     channel: (*channel).to_owned(),
                     account: payment.account,
                     body: format!("Payment of {} captured", payment.amount),
+                    trace_parent: None,
                 })
             })
             .collect();
@@ -289,6 +293,7 @@ fn refund_message(id: MessageId, payment_id: String, account: i64, amount: i64) 
             amount,
         }),
         id,
+        trace_parent: None,
     }
 }
 
@@ -338,6 +343,7 @@ impl Subject for RefundSubject {
         Message {
             id: message.id.clone(),
             event: Event::PaymentRefunded(refund),
+            trace_parent: None,
         }
     }
 
@@ -346,6 +352,7 @@ impl Subject for RefundSubject {
         Some(Message {
             id,
             event: message.event.clone(),
+            trace_parent: None,
         })
     }
 

@@ -9,6 +9,10 @@
 //! publisher's business: it protects the stream from a publisher's retries
 //! within a window, not this consumer from redeliveries.)
 //!
+//! A `traceparent` header (W3C trace context) is kept with the message:
+//! its spans here, and the notifications it causes, continue the
+//! producer's trace (see `crate::trace`).
+//!
 //! Settling, after the transaction returned (see `source`):
 //!
 //! * `Done`: a confirmed acknowledgement (`double_ack`). A plain ack is
@@ -49,6 +53,7 @@ use tokio::sync::mpsc;
 use super::{Acknowledge, Incoming, Source, Stop, Verdict};
 use crate::envelope::parse_line;
 use crate::progress::note;
+use crate::trace::TRACEPARENT;
 
 /// Messages a pull asks for at once. The ack wait starts when the server
 /// sends a message, time spent in this client's buffer included, so pulls
@@ -252,11 +257,18 @@ impl NatsSource {
             outbox: self.outbox.clone(),
         });
         match parse_line(&message.payload) {
-            Ok(parsed) => Some(Incoming {
-                message: parsed,
-                delivered,
-                ack,
-            }),
+            Ok(mut parsed) => {
+                parsed.trace_parent = message
+                    .headers
+                    .as_ref()
+                    .and_then(|headers| headers.get(TRACEPARENT))
+                    .map(|value| value.as_str().to_owned());
+                Some(Incoming {
+                    message: parsed,
+                    delivered,
+                    ack,
+                })
+            }
             Err(reason) => {
                 note(format_args!(
                     "stream sequence {sequence}: rejected: {reason}"

@@ -45,6 +45,7 @@ impl Handler for DebitsTooMuch {
         let message = Message {
             id: message.id.clone(),
             event: Event::PaymentCaptured(payment),
+            trace_parent: None,
         };
         Debit.apply(tables, &message)
     }
@@ -184,6 +185,7 @@ impl Handler for RefundKeyedByMessageId {
         let message = Message {
             id: message.id.clone(),
             event: Event::PaymentRefunded(request),
+            trace_parent: None,
         };
         Refund.apply(tables, &message)
     }
@@ -226,6 +228,7 @@ impl Handler for CreditsTwice {
         let message = Message {
             id: message.id.clone(),
             event: Event::PaymentRefunded(request),
+            trace_parent: None,
         };
         Refund.apply(tables, &message)
     }

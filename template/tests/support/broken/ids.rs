@@ -24,6 +24,7 @@ impl Inbox for RewritesIds {
                 id: MessageId::new((self.rewrite)(d.message.id.as_str()))
                     .unwrap_or_else(|_| d.message.id.clone()),
                 event: d.message.event.clone(),
+                trace_parent: None,
             })
             .collect();
         let rewritten: Vec<Delivery<'_>> = batch

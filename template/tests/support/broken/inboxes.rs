@@ -95,6 +95,7 @@ impl InboxUnderTest for MintedId {
             let received = Message {
                 id: MessageId::new(format!("minted-{minted}")).expect("valid id"),
                 event: message.event.clone(),
+                trace_parent: None,
             };
             insert_first(raw, handler, &received)
         })

@@ -190,6 +190,7 @@ impl Broker {
                     subject: message.subject.to_string(),
                     msg_id: header("Nats-Msg-Id"),
                     idempotency_key: header("Idempotency-Key"),
+                    traceparent: header("traceparent"),
                     body: String::from_utf8(message.payload.to_vec()).expect("UTF-8"),
                 });
             }
@@ -205,9 +206,21 @@ impl Broker {
         self.publish_body(&to_line(message), publish_id);
     }
 
+    /// Publishes `message` with a `traceparent` header, as a producer in a
+    /// trace does.
+    pub fn publish_traced(&self, message: &Message, publish_id: &str, traceparent: &str) {
+        let mut headers = async_nats::HeaderMap::new();
+        headers.insert("traceparent", traceparent);
+        self.publish_with(&to_line(message), publish_id, headers);
+    }
+
     /// Publishes any body, valid or not.
     pub fn publish_body(&self, body: &str, publish_id: &str) {
-        let mut headers = async_nats::HeaderMap::new();
+        self.publish_with(body, publish_id, async_nats::HeaderMap::new());
+    }
+
+    /// Publishes `body` with `headers` and `publish_id` as `Nats-Msg-Id`.
+    fn publish_with(&self, body: &str, publish_id: &str, mut headers: async_nats::HeaderMap) {
         headers.insert("Nats-Msg-Id", publish_id);
         self.block_on(async {
             self.context
@@ -294,6 +307,8 @@ pub struct Relayed {
     pub subject: String,
     pub msg_id: String,
     pub idempotency_key: String,
+    /// Its trace context (empty if none).
+    pub traceparent: String,
     pub body: String,
 }
 

@@ -113,19 +113,21 @@ pub fn broken_outbox_keys() -> Vec<WithSchema> {
             name: "notifications with no unique key",
             patch: "DROP TABLE notifications;
                     CREATE TABLE notifications (event_id text NOT NULL, channel text NOT NULL,
-                                                account bigint NOT NULL, body text NOT NULL);",
+                                                account bigint NOT NULL, body text NOT NULL,
+                                                trace_parent text);",
         },
         WithSchema {
             name: "notifications unique per event (too coarse)",
             patch: "DROP TABLE notifications;
                     CREATE TABLE notifications (event_id text NOT NULL UNIQUE, channel text NOT NULL,
-                                                account bigint NOT NULL, body text NOT NULL);",
+                                                account bigint NOT NULL, body text NOT NULL,
+                                                trace_parent text);",
         },
         WithSchema {
             name: "notifications unique per event, channel and account (too fine)",
             patch: "DROP TABLE notifications;
                     CREATE TABLE notifications (event_id text NOT NULL, channel text NOT NULL,
-                                                account bigint NOT NULL, body text NOT NULL,
+                                                account bigint NOT NULL, body text NOT NULL, trace_parent text,
                                                 UNIQUE (event_id, channel, account));",
         },
     ]

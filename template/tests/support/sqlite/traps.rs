@@ -98,19 +98,21 @@ pub fn broken_outbox_keys() -> Vec<WithSchema> {
             "notifications with no unique key",
             "DROP TABLE notifications;
              CREATE TABLE notifications (event_id TEXT NOT NULL, channel TEXT NOT NULL,
-                                         account INTEGER NOT NULL, body TEXT NOT NULL);",
+                                         account INTEGER NOT NULL, body TEXT NOT NULL,
+                                         trace_parent TEXT);",
         ),
         table(
             "notifications unique per event (too coarse)",
             "DROP TABLE notifications;
              CREATE TABLE notifications (event_id TEXT NOT NULL UNIQUE, channel TEXT NOT NULL,
-                                         account INTEGER NOT NULL, body TEXT NOT NULL);",
+                                         account INTEGER NOT NULL, body TEXT NOT NULL,
+                                         trace_parent TEXT);",
         ),
         table(
             "notifications unique per event, channel and account (too fine)",
             "DROP TABLE notifications;
              CREATE TABLE notifications (event_id TEXT NOT NULL, channel TEXT NOT NULL,
-                                         account INTEGER NOT NULL, body TEXT NOT NULL,
+                                         account INTEGER NOT NULL, body TEXT NOT NULL, trace_parent TEXT,
                                          UNIQUE (event_id, channel, account));",
         ),
     ]
