@@ -17,7 +17,8 @@
 //! * `metrics`: what `--metrics-addr` serves agrees with the summary line;
 //! * `otlp`: `--otlp-endpoint` exports the run's spans, in the producer's
 //!   trace, before the process exits;
-//! * `safety`: SQL only through bound parameters, no secrets in logs.
+//! * `safety`: SQL only through bound parameters, no secrets in logs;
+//! * `upgrade`: a database made before a column was added gets it.
 //!
 //! Longer runs are opt-in: `CRASH_KILLS=200`, `FUZZ_CASES=1000000`,
 //! `PROPTEST_CASES=5000` (see the README).
@@ -65,3 +66,4 @@ mod poison;
 mod retention;
 mod safety;
 mod schedules;
+mod upgrade;
