@@ -7,6 +7,7 @@ use std::io::Write;
 use std::process::{Command, Stdio};
 
 use {{crate_name}}::envelope::to_line;
+use {{crate_name}}::message::Message;
 
 use crate::consumer;
 use crate::support::collector::Collector;
@@ -53,13 +54,19 @@ fn holds(haystack: &[u8], needle: &[u8]) -> bool {
         .any(|window| window == needle)
 }
 
+/// A payment, as a producer in a trace of its own sends it.
+fn traced_payment() -> (Producer, Message) {
+    let producer = Producer::new();
+    let mut message = payments(1).remove(0);
+    message.trace_parent = Some(producer.traceparent());
+    (producer, message)
+}
+
 #[test]
 fn a_run_exports_its_spans_in_the_producers_trace_before_it_exits() {
     let fixture = fixture_for(&RealInbox::BATCHED, &[&DebitSubject::real()]);
     let collector = Collector::start();
-    let producer = Producer::new();
-    let mut message = payments(1).remove(0);
-    message.trace_parent = Some(producer.traceparent());
+    let (producer, message) = traced_payment();
     run_with(
         &fixture,
         &["--otlp-endpoint", &collector.url],
@@ -71,10 +78,7 @@ fn a_run_exports_its_spans_in_the_producers_trace_before_it_exits() {
         posted.iter().all(|request| request.path == "/v1/traces"),
         "{posted:?}"
     );
-    let exported: Vec<u8> = posted
-        .into_iter()
-        .flat_map(|request| request.body)
-        .collect();
+    let exported = collector.exported();
     assert!(
         holds(&exported, &producer.trace.to_bytes()),
         "no span of the producer's trace was exported"
@@ -89,17 +93,11 @@ fn a_run_exports_its_spans_in_the_producers_trace_before_it_exits() {
 fn the_standard_environment_variable_turns_the_export_on() {
     let fixture = fixture_for(&RealInbox::BATCHED, &[&DebitSubject::real()]);
     let collector = Collector::start();
-    let producer = Producer::new();
-    let mut message = payments(1).remove(0);
-    message.trace_parent = Some(producer.traceparent());
+    let (producer, message) = traced_payment();
     let mut run = consumer(&fixture);
     run.env("OTEL_EXPORTER_OTLP_ENDPOINT", &collector.url);
     run_command(run, &format!("{}\n", to_line(&message)));
-    let exported: Vec<u8> = collector
-        .posted()
-        .into_iter()
-        .flat_map(|request| request.body)
-        .collect();
+    let exported = collector.exported();
     assert!(
         holds(&exported, &producer.trace.to_bytes()),
         "nothing of the trace was exported"

@@ -41,6 +41,14 @@ impl Collector {
     pub fn posted(&self) -> Vec<Posted> {
         self.posted.lock().expect("the collector's lock").clone()
     }
+
+    /// The bodies of every request received so far, one after another.
+    pub fn exported(&self) -> Vec<u8> {
+        self.posted()
+            .into_iter()
+            .flat_map(|request| request.body)
+            .collect()
+    }
 }
 
 /// Answers the requests of one connection, keeping each.
