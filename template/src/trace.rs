@@ -28,7 +28,7 @@ use tracing::Span;
 use tracing_opentelemetry::OpenTelemetrySpanExt;
 
 use crate::handlers::Notification;
-use crate::inbox::{Delivery, FAILED_LABEL};
+use crate::inbox::{Delivery, FAILED_INDEX, Outcome};
 use crate::meter::BatchEnd;
 use crate::source::Incoming;
 
@@ -107,7 +107,7 @@ pub fn ended(delivering: &[Span], how: BatchEnd<'_>) {
     for (at, span) in delivering.iter().enumerate() {
         let outcome = match how {
             BatchEnd::Committed(outcomes) => outcomes[at].label(),
-            BatchEnd::RolledBack => FAILED_LABEL,
+            BatchEnd::RolledBack => Outcome::LABELS[FAILED_INDEX],
         };
         span.record("outcome", outcome);
     }

@@ -60,21 +60,31 @@ pub enum Outcome {
     Refused(String),
 }
 
-/// The label of a failed delivery ([`Outcome::label`]), which is also
-/// what every delivery of a batch rolled back by a storage error counts as.
-pub const FAILED_LABEL: &str = "failed";
+/// Where a failed delivery is in [`Outcome::LABELS`]: every delivery of
+/// a batch rolled back by a storage error counts there too.
+pub const FAILED_INDEX: usize = 2;
 
 impl Outcome {
-    /// Its name where it is counted and traced: in the summary line, the
-    /// metrics' `outcome` label and the `deliver` span's `outcome` field.
-    pub fn label(&self) -> &'static str {
+    /// Every outcome's name where it is counted and traced (the summary
+    /// line, the metrics' `outcome` label, the `deliver` span's `outcome`
+    /// field), in the order [`Outcome::index`] numbers them.
+    pub const LABELS: [&'static str; 5] =
+        ["applied", "duplicate", "failed", "dead_lettered", "refused"];
+
+    /// Its place in [`Outcome::LABELS`].
+    pub fn index(&self) -> usize {
         match self {
-            Self::Applied => "applied",
-            Self::Duplicate => "duplicate",
-            Self::Failed(_) => FAILED_LABEL,
-            Self::DeadLettered(_) => "dead_lettered",
-            Self::Refused(_) => "refused",
+            Self::Applied => 0,
+            Self::Duplicate => 1,
+            Self::Failed(_) => FAILED_INDEX,
+            Self::DeadLettered(_) => 3,
+            Self::Refused(_) => 4,
         }
+    }
+
+    /// Its name (see [`Outcome::LABELS`]).
+    pub fn label(&self) -> &'static str {
+        Self::LABELS[self.index()]
     }
 }
 

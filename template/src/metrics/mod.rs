@@ -31,7 +31,7 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::{Registry, Unit};
 
-use crate::inbox::{Delivery, FAILED_LABEL, Outcome, StorageError};
+use crate::inbox::{Delivery, FAILED_INDEX, Outcome, StorageError};
 use crate::meter::{BatchEnd, Meter};
 use crate::relay::RelayCounts;
 use crate::source::BrokerProbe;
@@ -171,7 +171,7 @@ impl Metrics {
             .iter()
             .map(|&consumer| KnownConsumer {
                 consumer,
-                outcomes: OUTCOMES.map(|outcome| {
+                outcomes: Outcome::LABELS.map(|outcome| {
                     metrics
                         .deliveries
                         .get_or_create(&DeliveryLabels { consumer, outcome })
@@ -216,7 +216,8 @@ impl Metrics {
         text
     }
 
-    /// Counts one delivery of `consumer` with the outcome `OUTCOMES[outcome]`
+    /// Counts one delivery of `consumer` with the outcome
+    /// `Outcome::LABELS[outcome]`
     /// (and its redelivery): through the handles made up front for the
     /// consumers known from the start, without the family's lock and hash
     /// (this runs for every delivery); through the family for any other.
@@ -228,7 +229,7 @@ impl Metrics {
             }
             return;
         }
-        let outcome = OUTCOMES[outcome];
+        let outcome = Outcome::LABELS[outcome];
         self.deliveries
             .get_or_create(&DeliveryLabels { consumer, outcome })
             .inc();
@@ -243,36 +244,14 @@ impl Metrics {
 /// A consumer's series, made when the metrics were.
 struct KnownConsumer {
     consumer: &'static str,
-    /// One per label of [`OUTCOMES`], in its order.
+    /// One per label of [`Outcome::LABELS`], in its order.
     outcomes: [Counter; 5],
     redeliveries: Counter,
 }
 
-/// Every outcome label, in the order [`outcome_index`] numbers them.
-const OUTCOMES: [&str; 5] = [
-    "applied",
-    "duplicate",
-    FAILED_LABEL,
-    "dead_lettered",
-    "refused",
-];
-
 /// Every outcome label of the relay's sends, as [`Meter::relayed`] counts
 /// them.
 const RELAY_OUTCOMES: [&str; 4] = ["sent", "already_there", "failed", "parked"];
-
-/// Where an outcome's label ([`Outcome::label`]) is in [`OUTCOMES`].
-fn outcome_index(outcome: &Outcome) -> usize {
-    let label = outcome.label();
-    OUTCOMES
-        .iter()
-        .position(|known| *known == label)
-        .expect("every outcome's label is in OUTCOMES")
-}
-
-/// [`FAILED_LABEL`]'s place in [`OUTCOMES`]: a delivery rolled back
-/// with its whole batch counts as failed, as in the summary line.
-const FAILED_INDEX: usize = 2;
 
 impl Meter for Metrics {
     fn batch_began(&self) {
@@ -282,7 +261,7 @@ impl Meter for Metrics {
     fn batch_ended(&self, deliveries: &[Delivery<'_>], how: BatchEnd<'_>, took: Duration) {
         self.in_flight.ended();
         let outcomes: Box<dyn Iterator<Item = usize>> = match how {
-            BatchEnd::Committed(outcomes) => Box::new(outcomes.iter().map(outcome_index)),
+            BatchEnd::Committed(outcomes) => Box::new(outcomes.iter().map(Outcome::index)),
             BatchEnd::RolledBack => Box::new(std::iter::repeat(FAILED_INDEX)),
         };
         for (delivery, outcome) in deliveries.iter().zip(outcomes) {
