@@ -13,7 +13,7 @@ work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 
 # One set of --define flags per variant (space-separated).
-variants=("database=sqlite" "database=postgres" "database=sqlite broker=nats" "database=postgres broker=nats")
+mapfile -t variants < <(grep -v '^#' "$kit/scripts/variants")
 
 cargo build --quiet --manifest-path "$kit/Cargo.toml"
 changed=0

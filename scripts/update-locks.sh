@@ -25,14 +25,13 @@ trap 'rm -rf "$work"' EXIT
 probe=lockfile-probe
 output="$kit/template/Cargo.lock.liquid"
 
-# Every variant, as the --define flags that select it and the Liquid
-# condition that is true for it.
-variants=(
-    'database=sqlite,broker=none|database == "sqlite" and broker == "none"'
-    'database=postgres,broker=none|database == "postgres" and broker == "none"'
-    'database=sqlite,broker=nats|database == "sqlite" and broker == "nats"'
-    'database=postgres,broker=nats|database == "postgres" and broker == "nats"'
-)
+# Every variant (scripts/variants), as the --define flags that select it
+# and the Liquid condition that is true for it.
+variants=()
+while read -r defines; do
+    condition="$(sed -E 's/([a-z_]+)=([a-z]+)/\1 == "\2"/g; s/ ([a-z_]+ ==)/ and \1/g' <<<"$defines")"
+    variants+=("${defines// /,}|$condition")
+done < <(grep -v '^#' "$kit/scripts/variants")
 
 cargo build --quiet --manifest-path "$kit/Cargo.toml"
 kit_binary="$kit/target/debug/inbox-kit"

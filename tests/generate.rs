@@ -8,7 +8,8 @@ mod common;
 use std::fs;
 
 use common::{
-    POSTGRES, POSTGRES_NATS, SQLITE, SQLITE_NATS, VARIANTS, cargo_ok, files, generate, kit,
+    POSTGRES, POSTGRES_KAFKA, POSTGRES_NATS, SQLITE, SQLITE_KAFKA, SQLITE_NATS, VARIANTS,
+    cargo_ok, files, generate, kit,
 };
 
 #[test]
@@ -21,6 +22,10 @@ fn each_variant_has_the_expected_files() {
     insta::assert_snapshot!("file_list_sqlite_nats", files(&project.root).join("\n"));
     let project = generate("orders-consumer", POSTGRES_NATS.defines);
     insta::assert_snapshot!("file_list_postgres_nats", files(&project.root).join("\n"));
+    let project = generate("orders-consumer", SQLITE_KAFKA.defines);
+    insta::assert_snapshot!("file_list_sqlite_kafka", files(&project.root).join("\n"));
+    let project = generate("orders-consumer", POSTGRES_KAFKA.defines);
+    insta::assert_snapshot!("file_list_postgres_kafka", files(&project.root).join("\n"));
 }
 
 /// The seam is right when the required tests need no change to move to
@@ -60,19 +65,35 @@ fn the_required_tests_are_the_same_files_in_every_variant() {
 /// A project holds only its own broker's code and dependencies.
 #[test]
 fn each_variant_holds_only_its_own_broker() {
-    let files_broker = generate("orders-consumer", SQLITE.defines);
-    for file in files(&files_broker.root) {
-        let text = fs::read_to_string(files_broker.root.join(&file)).unwrap_or_default();
-        assert!(
-            !text.contains("async-nats") && !text.contains("async_nats"),
-            "{file} is NATS's"
-        );
-        assert!(!file.contains("nats"), "{file} is NATS's");
+    // (a variant, the brokers whose code it must not hold)
+    let cases = [
+        (&SQLITE, ["nats", "kafka"].as_slice()),
+        (&SQLITE_NATS, ["kafka"].as_slice()),
+        (&SQLITE_KAFKA, ["nats"].as_slice()),
+    ];
+    for (variant, others) in cases {
+        let project = generate("orders-consumer", variant.defines);
+        for file in files(&project.root) {
+            let text = fs::read_to_string(project.root.join(&file)).unwrap_or_default();
+            for other in others {
+                let dependency = if *other == "nats" { "async-nats" } else { "rdkafka" };
+                assert!(
+                    !text.contains(dependency) && !text.contains(&dependency.replace('-', "_")),
+                    "{}: {file} depends on {dependency}",
+                    variant.name
+                );
+                assert!(!file.contains(other), "{}: {file} is {other}'s", variant.name);
+            }
+        }
     }
     let nats = generate("orders-consumer", SQLITE_NATS.defines);
     let manifest = fs::read_to_string(nats.root.join("Cargo.toml")).unwrap();
     assert!(manifest.contains("async-nats"), "{manifest}");
     assert!(nats.root.join("tests/broker/main.rs").is_file());
+    let kafka = generate("orders-consumer", SQLITE_KAFKA.defines);
+    let manifest = fs::read_to_string(kafka.root.join("Cargo.toml")).unwrap();
+    assert!(manifest.contains("rdkafka"), "{manifest}");
+    assert!(kafka.root.join("tests/kafka/main.rs").is_file());
 }
 
 /// A project holds only its own database's code and dependencies.
@@ -184,7 +205,7 @@ fn bad_option_values_are_refused() {
             "database=mysql",
             "\"mysql\" is not a valid value for database",
         ),
-        ("broker=kafka", "\"kafka\" is not a valid value for broker"),
+        ("broker=rabbitmq", "\"rabbitmq\" is not a valid value for broker"),
     ] {
         let dir = tempfile::tempdir().unwrap();
         let output = kit()

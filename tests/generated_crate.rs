@@ -8,7 +8,8 @@ mod common;
 use std::fs;
 
 use common::{
-    POSTGRES, POSTGRES_NATS, SQLITE, SQLITE_NATS, VARIANTS, Variant, can_run, cargo, cargo_ok,
+    POSTGRES, POSTGRES_KAFKA, POSTGRES_NATS, SQLITE, SQLITE_KAFKA, SQLITE_NATS, VARIANTS, Variant,
+    can_run, cargo, cargo_ok,
     generate, generate_with,
 };
 
@@ -56,6 +57,16 @@ fn the_sqlite_nats_variant_builds_lints_formats_and_passes_its_tests() {
 #[test]
 fn the_postgres_nats_variant_builds_lints_formats_and_passes_its_tests() {
     builds_lints_formats_and_passes_its_tests(&POSTGRES_NATS);
+}
+
+#[test]
+fn the_sqlite_kafka_variant_builds_lints_formats_and_passes_its_tests() {
+    builds_lints_formats_and_passes_its_tests(&SQLITE_KAFKA);
+}
+
+#[test]
+fn the_postgres_kafka_variant_builds_lints_formats_and_passes_its_tests() {
+    builds_lints_formats_and_passes_its_tests(&POSTGRES_KAFKA);
 }
 
 /// cargo-generate 0.23 (the CLI that builds on rustc 1.95) does not run

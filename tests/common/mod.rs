@@ -116,22 +116,45 @@ pub const POSTGRES_NATS: Variant = Variant {
     servers: &[Server::Postgres, Server::Nats],
 };
 
+pub const SQLITE_KAFKA: Variant = Variant {
+    name: "sqlite-kafka",
+    defines: &["database=sqlite", "broker=kafka"],
+    servers: &[Server::Tansu],
+};
+
+pub const POSTGRES_KAFKA: Variant = Variant {
+    name: "postgres-kafka",
+    defines: &["database=postgres", "broker=kafka"],
+    servers: &[Server::Postgres, Server::Tansu],
+};
+
 /// Every variant of the template.
-pub const VARIANTS: [&Variant; 4] = [&SQLITE, &POSTGRES, &SQLITE_NATS, &POSTGRES_NATS];
+pub const VARIANTS: [&Variant; 6] = [
+    &SQLITE,
+    &POSTGRES,
+    &SQLITE_NATS,
+    &POSTGRES_NATS,
+    &SQLITE_KAFKA,
+    &POSTGRES_KAFKA,
+];
 
 /// A server some variant's tests need.
 #[derive(Clone, Copy, Debug)]
 pub enum Server {
     Postgres,
     Nats,
+    /// Tansu, the Kafka-compatible broker: not a server at an address but
+    /// a program, which the Kafka tests start for themselves.
+    Tansu,
 }
 
 impl Server {
-    /// `host:port` the server is expected at.
-    fn address(self) -> String {
+    /// Where the server is expected: `host:port`, or the program.
+    fn place(self) -> String {
         let (url, port) = match self {
             Server::Postgres => (database_url(), 5432),
             Server::Nats => (nats_url(), 4222),
+            Server::Tansu => return format!("`{}` (install: {INSTALL_TANSU})", tansu()),
         };
         let rest = url.split_once("://").map_or(url.as_str(), |(_, rest)| rest);
         let host = rest.rsplit_once('@').map_or(rest, |(_, host)| host);
@@ -143,15 +166,31 @@ impl Server {
         }
     }
 
-    fn reachable(self) -> bool {
+    fn available(self) -> bool {
         use std::net::{TcpStream, ToSocketAddrs};
-        let Ok(mut addresses) = self.address().to_socket_addrs() else {
+        if let Server::Tansu = self {
+            return Command::new(tansu())
+                .arg("--version")
+                .output()
+                .is_ok_and(|output| output.status.success());
+        }
+        let Ok(mut addresses) = self.place().to_socket_addrs() else {
             return false;
         };
         addresses.any(|address| {
             TcpStream::connect_timeout(&address, std::time::Duration::from_secs(2)).is_ok()
         })
     }
+}
+
+/// How the Kafka variants' broker is installed (what `.ci/run` does).
+pub const INSTALL_TANSU: &str =
+    "cargo install tansu --version 0.6.0 --locked --features dynostore,libsql";
+
+/// The Kafka-compatible broker the Kafka variants' tests start: `TANSU`,
+/// or `tansu` on the PATH.
+pub fn tansu() -> String {
+    std::env::var("TANSU").unwrap_or_else(|_| "tansu".to_owned())
 }
 
 /// The PostgreSQL server generated projects test against:
@@ -174,14 +213,14 @@ pub fn can_run(variant: &Variant) -> bool {
     let missing: Vec<String> = variant
         .servers
         .iter()
-        .filter(|server| !server.reachable())
-        .map(|server| format!("{server:?} at {}", server.address()))
+        .filter(|server| !server.available())
+        .map(|server| format!("{server:?} at {}", server.place()))
         .collect();
     if missing.is_empty() {
         return true;
     }
     let message = format!(
-        "NOT RUN: the {} variant's tests need {} (unreachable here)",
+        "NOT RUN: the {} variant's tests need {} (not available here)",
         variant.name,
         missing.join(" and ")
     );

@@ -4,6 +4,8 @@
 mod accounts;
 {% if broker == "nats" -%}
 #[path = "broker/nats.rs"]
+{%- elsif broker == "kafka" -%}
+#[path = "broker/kafka.rs"]
 {%- else -%}
 #[path = "broker/none.rs"]
 {%- endif %}

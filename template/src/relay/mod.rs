@@ -23,6 +23,9 @@
 //! Where the rows come from is the database module's [`Queue`]; where they
 //! go is a [`Sink`]: JSON lines (`lines.rs`), or a broker.
 
+{%- if broker == "kafka" %}
+pub mod kafka;
+{%- endif %}
 pub mod lines;
 {%- if broker == "nats" %}
 pub mod nats;

@@ -15,22 +15,19 @@
 //! crash between the two leaves a committed message unacknowledged, and its
 //! redelivery is a duplicate.
 //!
-//! # A Kafka source, for the record
-//!
-//! Kafka maps onto the same seam: a message's id is in its headers or its
-//! envelope (never its offset: a producer's retry gets a new offset), and
-//! `Done` and `Parked` both mean "the offset may be committed", but offsets
-//! only move forward per partition, so a partition's offset is stored (after
-//! the database commit, never before) up to the first message not yet
-//! settled. `Retry` cannot re-queue one message in a partition without
-//! blocking the ones behind it: the consumer retries in place a few times
-//! with backoff, then parks the message as a dead letter so that the
-//! partition moves on.
-
+//! The brokers differ in how they are told. JetStream settles each message
+//! on its own (`nats`); Kafka keeps one committed offset per partition, so
+//! its source commits the contiguous prefix of settled offsets and retries
+//! a failed message itself (`kafka`).
+{% if broker == "kafka" %}
+pub mod kafka;
+{%- endif %}
 pub mod lines;
 {%- if broker == "nats" %}
 pub mod nats;
 {%- endif %}
+
+use std::time::Duration;
 
 use crossbeam_channel::Sender;
 
@@ -85,4 +82,22 @@ pub trait Source: Send {
     /// `stop` is raised. Runs on a thread of its own, where it may block.
     /// Returns how many inputs it rejected (they never reach a consumer).
     fn run(self: Box<Self>, chunks: &Sender<Vec<Incoming>>, stop: &Stop) -> anyhow::Result<u64>;
+}
+
+/// How long a failed message waits before its redelivery (a broker's
+/// redelivery, or the source's own retry): 1 s after the first delivery,
+/// doubling up to a minute.
+pub fn retry_delay(delivered: u32) -> Duration {
+    Duration::from_secs(1 << delivered.saturating_sub(1).min(6)).min(Duration::from_secs(60))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn retries_wait_longer_each_time_up_to_a_minute() {
+        let delays: Vec<u64> = (1..=9).map(|n| retry_delay(n).as_secs()).collect();
+        assert_eq!(delays, [1, 2, 4, 8, 16, 32, 60, 60, 60]);
+    }
 }

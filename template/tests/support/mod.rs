@@ -16,6 +16,9 @@ pub mod collector;
 pub mod debit_variant;
 pub mod figures;
 pub mod harness;
+{%- if broker == "kafka" %}
+pub mod kafka;
+{%- endif %}
 pub mod kill;
 pub mod metrics;
 {%- if broker == "nats" %}

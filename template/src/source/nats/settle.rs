@@ -16,7 +16,7 @@ use tokio::sync::mpsc;
 use tokio::task::{JoinHandle, JoinSet};
 
 use super::{Counts, InFlight, Outbox};
-use crate::source::Verdict;
+use crate::source::{Verdict, retry_delay};
 
 /// Acknowledgements still being sent; [`Settled::finish`] waits for them.
 pub struct Settled {
@@ -110,22 +110,5 @@ async fn keep_alive(
         if let Err(error) = client.publish(reply, "+WPI".into()).await {
             tracing::warn!(%error, "could not extend a message's ack wait");
         }
-    }
-}
-
-/// How long a failed message waits before its redelivery: 1 s after the
-/// first delivery, doubling up to a minute.
-pub fn retry_delay(delivered: u32) -> Duration {
-    Duration::from_secs(1 << delivered.saturating_sub(1).min(6)).min(Duration::from_secs(60))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn retries_wait_longer_each_time_up_to_a_minute() {
-        let delays: Vec<u64> = (1..=9).map(|n| retry_delay(n).as_secs()).collect();
-        assert_eq!(delays, [1, 2, 4, 8, 16, 32, 60, 60, 60]);
     }
 }

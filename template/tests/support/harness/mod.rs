@@ -174,6 +174,22 @@ pub fn state_of<S: Subject>(fixture: &Fixture, subject: &S) -> S::State {
 /// what differs.
 #[track_caller]
 pub fn assert_applied_once<S: Subject>(fixture: &Fixture, subject: &S, applied: &[Message]) {
+    let problems = applied_once_problems(fixture, subject, applied);
+    assert!(
+        problems.is_empty(),
+        "{} is not each message applied once: {}",
+        subject.handler().consumer(),
+        problems.join("; ")
+    );
+}
+
+/// What [`assert_applied_once`] would complain about (nothing: the state
+/// is each message applied once).
+pub fn applied_once_problems<S: Subject>(
+    fixture: &Fixture,
+    subject: &S,
+    applied: &[Message],
+) -> Vec<String> {
     let consumer = subject.handler().consumer();
     let refused = fixture
         .dead_letters()
@@ -181,15 +197,9 @@ pub fn assert_applied_once<S: Subject>(fixture: &Fixture, subject: &S, applied: 
         .filter(|letter| letter.consumer == consumer && letter.refused)
         .map(|letter| letter.message_id)
         .collect();
-    let problems = Expected::of(subject, applied)
+    Expected::of(subject, applied)
         .unwrap_or_else(|violation| panic!("{violation:?}"))
-        .problems(&state_of(fixture, subject), &refused);
-    assert!(
-        problems.is_empty(),
-        "{} is not each message applied once: {}",
-        subject.handler().consumer(),
-        problems.join("; ")
-    );
+        .problems(&state_of(fixture, subject), &refused)
 }
 
 /// A [`Subject`] without its state type, so that subjects of different

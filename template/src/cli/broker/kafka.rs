@@ -1,0 +1,111 @@
+//! What Kafka adds to the commands: `consume` (records from topics, as a
+//! member of a consumer group, until interrupted or idle), and a relay that
+//! produces notifications to a topic.
+
+use std::process::ExitCode;
+use std::sync::atomic::Ordering;
+
+use anyhow::Context;
+use clap::Args;
+
+use {{crate_name}}::database::DatabaseOptions;
+use {{crate_name}}::pipeline;
+use {{crate_name}}::relay::Sink;
+use {{crate_name}}::relay::kafka::{KafkaSink, KafkaSinkOptions};
+use {{crate_name}}::relay::lines::lines_sink;
+use {{crate_name}}::source::kafka::KafkaOptions;
+use {{crate_name}}::store::Store;
+
+use super::work::WorkArgs;
+use crate::cli::output::outln;
+
+/// The commands of this project's broker.
+#[derive(clap::Subcommand)]
+pub enum BrokerCommand {
+    Consume(ConsumeArgs),
+}
+
+impl BrokerCommand {
+    pub fn execute(self, database: &DatabaseOptions) -> anyhow::Result<ExitCode> {
+        match self {
+            Self::Consume(args) => consume(args, database),
+        }
+    }
+}
+
+/// Consume events from Kafka topics, each partition's offset committed
+/// only after the transactions of the records before it.
+///
+/// A record's value is a JSON envelope like `run`'s input lines; its
+/// `message-id` header (or else the envelope's `id`) is the message id.
+/// Several processes with the same `--group` share the partitions. A
+/// failing record is retried here with growing waits (holding its
+/// partition's offset back) until it applies or is dead-lettered. Runs
+/// until Ctrl-C or SIGTERM (which finish and commit what was taken, then
+/// exit 0; a second signal quits at once), or until idle for
+/// `--exit-when-idle`. Prints one summary line: the outcomes, then what
+/// the broker was told.
+#[derive(Args)]
+pub struct ConsumeArgs {
+    #[command(flatten)]
+    kafka: KafkaOptions,
+    #[command(flatten)]
+    work: WorkArgs,
+}
+
+fn consume(args: ConsumeArgs, database: &DatabaseOptions) -> anyhow::Result<ExitCode> {
+    let consumers = args.work.consumers(database);
+    let policy = args.work.policy();
+    let database = database.open()?;
+    let runtime = tokio::runtime::Runtime::new().context("could not start the runtime")?;
+    runtime.block_on(async {
+        let (source, committer) = args.kafka.connect().await?;
+        let probe = Box::new(args.kafka.probe()?);
+        let options = args
+            .work
+            .options(&database, &consumers, Some(probe))
+            .await?;
+        let counts = source.counts();
+        let report = pipeline::run(
+            Box::new(source),
+            consumers,
+            move || database.inbox(policy),
+            options,
+        )
+        .await?;
+        tokio::task::spawn_blocking(move || committer.finish())
+            .await
+            .context("the final offset commit")?;
+        let count = |counter: &std::sync::atomic::AtomicU64| counter.load(Ordering::Relaxed);
+        outln!(
+            "{} redelivered={} done={} parked={} commits={} failed_commits={}",
+            report.summary,
+            count(&counts.redelivered),
+            count(&counts.done),
+            count(&counts.parked),
+            count(&counts.commits),
+            count(&counts.failed_commits),
+        )?;
+        Ok(ExitCode::SUCCESS)
+    })
+}
+
+/// Where `relay send` sends notifications: Kafka, or JSON lines.
+#[derive(Args)]
+pub struct SinkOptions {
+    /// Write JSON lines to this file (`-`: standard output) instead of
+    /// producing to Kafka.
+    #[arg(long, value_name = "FILE")]
+    output: Option<std::path::PathBuf>,
+    #[command(flatten)]
+    kafka: KafkaSinkOptions,
+}
+
+impl SinkOptions {
+    pub async fn open(&self) -> anyhow::Result<Box<dyn Sink>> {
+        Ok(match &self.output {
+            Some(path) => Box::new(lines_sink(Some(path))?),
+            None => Box::new(KafkaSink::connect(&self.kafka)?),
+        })
+    }
+}

@@ -1,0 +1,167 @@
+//! The consumer on a real Kafka-compatible broker, one of each test's own
+//! (see `support::kafka::server`). Each test ends in exactly the once-only
+//! state, and each one about redelivery checks that redeliveries really
+//! happened (a run that saw none would prove nothing).
+//!
+//! * `duplicates`: every event published twice, first attempts failing;
+//!   the message id from the header, or else from the envelope;
+//! * `offsets`: a failing message holds its partition's offset back across
+//!   a restart; a storage outage commits no offset;
+//! * `poison`: a message that always fails is dead-lettered, and its offset
+//!   passes;
+//! * `processes`: `consume` killed before its offset commits and restarted,
+//!   and stopped by SIGTERM;
+//! * `relay`: the outbox produced to a topic, keyed, acknowledged;
+//! * `teeth`: known-broken sources (offsets committed before the database,
+//!   the highest settled offset committed, the id taken from the offset),
+//!   each caught by the scenario above that is about its mistake.
+//!
+//! They need `tansu` (a Kafka-compatible broker) and fail, saying how to
+//! install it, without it.
+
+#[path = "../support/mod.rs"]
+mod support;
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use {{crate_name}}::database::Database;
+use {{crate_name}}::handler::Handler;
+use {{crate_name}}::inbox::{Inbox, Policy, StorageError};
+use {{crate_name}}::pipeline::{self, Options, Report};
+use {{crate_name}}::source::{Source, Stop};
+use {{crate_name}}::store::Store;
+
+use support::database::Fixture;
+use support::kafka::Broker;
+use support::kafka::broken::{BrokenSource, Mistake};
+
+/// How long a test waits for a consumer to reach what it waits for before
+/// it gives up: a bound for a hung run, far above any real one.
+const PATIENCE: Duration = Duration::from_secs(120);
+
+/// The group every in-process consumer of these tests joins.
+const GROUP: &str = "consumer";
+
+/// The source a test consumes with.
+#[derive(Clone, Copy, Debug)]
+enum SourceKind {
+    Real,
+    Broken(Mistake),
+}
+
+/// What a consumer saw, as its source counted it.
+#[derive(Debug)]
+struct Seen {
+    report: Report,
+    /// Messages the source handed to the workers again.
+    redelivered: u64,
+    /// Messages settled as dead letters.
+    parked: u64,
+    /// Whether what the test waited for happened.
+    reached: bool,
+}
+
+/// Consumes the events topic in this process as a member of [`GROUP`],
+/// with `handlers`, opening inboxes with `open`, until `done` says so (or
+/// [`PATIENCE`] ran out); then stops, commits what settled, and returns
+/// what it saw.
+fn consume_until<I, F>(
+    broker: &Broker,
+    kind: SourceKind,
+    handlers: Vec<Arc<dyn Handler>>,
+    open: F,
+    mut done: impl FnMut() -> bool,
+) -> Seen
+where
+    I: Inbox + 'static,
+    F: Fn() -> Result<I, StorageError> + Send + Sync + 'static,
+{
+    let options = broker.options(GROUP);
+    let (source, counts, finish): (Box<dyn Source>, _, Box<dyn FnOnce() + Send>) = match kind {
+        SourceKind::Real => {
+            let (source, committer) = broker.block_on(options.connect()).expect("join the group");
+            let counts = Some(source.counts());
+            (
+                Box::new(source),
+                counts,
+                Box::new(move || committer.finish()),
+            )
+        }
+        SourceKind::Broken(mistake) => {
+            let source = BrokenSource::connect(&options, mistake);
+            let finish = source.finisher();
+            (Box::new(source), None, Box::new(finish))
+        }
+    };
+    let stop = Arc::new(Stop::default());
+    let pipeline_options = Options {
+        workers: 4,
+        batch_size: 16,
+        ..Options::default()
+    };
+    let run = broker.spawn(pipeline::run_until(
+        source,
+        handlers,
+        open,
+        pipeline_options,
+        stop.clone(),
+    ));
+    let started = Instant::now();
+    let mut reached = done();
+    while !reached && started.elapsed() < PATIENCE {
+        std::thread::sleep(Duration::from_millis(100));
+        reached = done();
+    }
+    stop.raise();
+    let report = broker
+        .block_on(run)
+        .expect("the pipeline task")
+        .expect("the pipeline");
+    finish();
+    let count = |counter: &std::sync::atomic::AtomicU64| counter.load(Ordering::Relaxed);
+    Seen {
+        report,
+        redelivered: counts.as_ref().map_or(0, |c| count(&c.redelivered)),
+        parked: counts.as_ref().map_or(0, |c| count(&c.parked)),
+        reached,
+    }
+}
+
+/// Like [`consume_until`], until the group committed every record.
+fn consume_until_drained<I, F>(
+    broker: &Broker,
+    kind: SourceKind,
+    handlers: Vec<Arc<dyn Handler>>,
+    open: F,
+) -> Seen
+where
+    I: Inbox + 'static,
+    F: Fn() -> Result<I, StorageError> + Send + Sync + 'static,
+{
+    let seen = consume_until(broker, kind, handlers, open, || {
+        broker.uncommitted(GROUP) == 0
+    });
+    assert!(
+        seen.reached,
+        "the consumer did not commit the whole topic in {PATIENCE:?}: {seen:?}"
+    );
+    seen
+}
+
+/// The real inbox of `fixture`'s database.
+fn real_inbox(
+    fixture: &Fixture,
+    policy: Policy,
+) -> impl Fn() -> Result<<Database as Store>::Inbox, StorageError> + Send + Sync + 'static {
+    let database = fixture.database();
+    move || database.inbox(policy)
+}
+
+mod duplicates;
+mod offsets;
+mod poison;
+mod processes;
+mod relay;
+mod teeth;
