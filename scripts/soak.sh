@@ -6,8 +6,10 @@
 #   scripts/soak.sh [RUNS] [VARIANT...]
 #
 # RUNS: runs of `cargo test` per variant (default 5). VARIANT: sqlite,
-# postgres, sqlite-nats, postgres-nats (default: all). Needs the servers
-# the variants need (DATABASE_URL, NATS_URL; the local ones by default).
+# postgres, sqlite-nats, postgres-nats, sqlite-kafka, postgres-kafka
+# (default: all, as scripts/variants lists them). Needs the servers the
+# variants need (DATABASE_URL, NATS_URL; the local ones by default) and,
+# for Kafka, `tansu` on the PATH.
 # SOAK_BUSY sets the number of busy loops (default 2, one per core here).
 #
 # Each variant is generated into a temporary folder and built once (target
@@ -23,21 +25,24 @@ if ! [[ "$runs" =~ ^[1-9][0-9]*$ ]]; then
     exit 2
 fi
 shift || true
-declare -A defines=(
-    [sqlite]="database=sqlite"
-    [postgres]="database=postgres"
-    [sqlite-nats]="database=sqlite broker=nats"
-    [postgres-nats]="database=postgres broker=nats"
-)
+# Each variant's name: its database, then its broker unless none.
+declare -A defines=()
+all=()
+while read -r line; do
+    name="$(sed -E 's/database=([a-z]+) broker=([a-z]+)/\1-\2/; s/-none$//' <<<"$line")"
+    defines[$name]="$line"
+    all+=("$name")
+done < <(grep -v '^#' "$kit/scripts/variants")
 variants=("$@")
 if [[ ${#variants[@]} -eq 0 ]]; then
-    variants=(sqlite postgres sqlite-nats postgres-nats)
+    variants=("${all[@]}")
 fi
 for variant in "${variants[@]}"; do
     [[ -n "${defines[$variant]:-}" ]] || { echo "soak: unknown variant $variant (known: ${!defines[*]})" >&2; exit 2; }
 done
 export DATABASE_URL="${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/test}"
 export NATS_URL="${NATS_URL:-nats://127.0.0.1:4222}"
+export PATH="${CARGO_HOME:-$HOME/.cargo}/bin:$PATH"
 export CARGO_TARGET_DIR="$kit/target/soak"
 unset RUST_BACKTRACE
 

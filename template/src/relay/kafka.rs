@@ -46,6 +46,9 @@ impl KafkaSink {
             .set("bootstrap.servers", &options.brokers)
             .set("enable.idempotence", "true")
             .set("acks", "all")
+            // Each send is waited for before the next: lingering for a
+            // batch would only add its wait to every send.
+            .set("linger.ms", "0")
             .create()
             .context("could not create the Kafka producer")?;
         Ok(Self {

@@ -11,6 +11,8 @@
 //!   passes;
 //! * `processes`: `consume` killed before its offset commits and restarted,
 //!   and stopped by SIGTERM;
+//! * `group`: three processes in one group, one killed: its partitions
+//!   move, and what it had not committed comes back as duplicates;
 //! * `relay`: the outbox produced to a topic, keyed, acknowledged;
 //! * `teeth`: known-broken sources (offsets committed before the database,
 //!   the highest settled offset committed, the id taken from the offset),
@@ -160,6 +162,7 @@ fn real_inbox(
 }
 
 mod duplicates;
+mod group;
 mod offsets;
 mod poison;
 mod processes;

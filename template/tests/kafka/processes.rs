@@ -15,11 +15,11 @@ use crate::support::kafka::Broker;
 use crate::support::kill::{hold_at_progress, signal_at_progress, stop_and_collect};
 use crate::support::subjects::{DebitSubject, payments};
 
-const GROUP: &str = "processes";
+pub const GROUP: &str = "processes";
 
 /// `consume` on `fixture`'s database and `broker`'s topic, small batches,
 /// a progress line per commit.
-fn consume(fixture: &Fixture, broker: &Broker) -> Command {
+pub fn consume(fixture: &Fixture, broker: &Broker) -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_{{project-name}}"));
     command
         .args(fixture.cli_args())
@@ -30,7 +30,7 @@ fn consume(fixture: &Fixture, broker: &Broker) -> Command {
 }
 
 /// The `name=N` field of a `consume` summary line.
-fn field(summary: &str, name: &str) -> u64 {
+pub fn field(summary: &str, name: &str) -> u64 {
     summary
         .split_whitespace()
         .find_map(|field| field.strip_prefix(name)?.strip_prefix('='))
@@ -40,7 +40,7 @@ fn field(summary: &str, name: &str) -> u64 {
 
 /// Records the group has committed, over the partitions (a fresh topic
 /// starts at 0).
-fn committed(broker: &Broker) -> u64 {
+pub fn committed(broker: &Broker) -> u64 {
     broker
         .committed(GROUP)
         .into_iter()

@@ -13,9 +13,13 @@
 //! Settling (see `source`): Kafka has one committed offset per partition
 //! and no per-message acknowledgement, so
 //!
-//! * `Done` and `Parked` settle the offset; after each round, every
-//!   partition whose contiguous prefix of settled offsets grew commits it
-//!   (`offsets.rs`). The database committed first, always.
+//! * `Done` and `Parked` settle the offset; every 100 ms, every partition
+//!   whose contiguous prefix of settled offsets grew commits it
+//!   (`offsets.rs`), without waiting for the broker's answer (a lost
+//!   commit is covered by the next one, or costs duplicates after a crash;
+//!   never a message). Before a partition is released, and when the
+//!   consumer stops, the commit waits for the broker. The database
+//!   committed first, always.
 //! * `Retry` and `Abandoned` keep the offset unsettled, holding the
 //!   partition's commit back, and the source hands the message to the
 //!   workers again after a growing wait ([`crate::source::retry_delay`]),
@@ -58,14 +62,13 @@ use crate::trace::TRACEPARENT;
 /// Records handed to the workers at once, at most.
 const CHUNK: usize = 256;
 
-/// Unsettled messages above which the source stops fetching (pausing its
-/// partitions) until half of them settled: a partition held back by a
-/// retried message must not fill the memory with the records behind it.
-const MAX_UNSETTLED: usize = 8 * CHUNK;
-
 /// How long a poll waits for records: the most a stop, a settle's commit
 /// or a due retry waits for the poll under way.
 const POLL_WAIT: Duration = Duration::from_millis(50);
+
+/// How often the loop commits what settled: often enough that a restart
+/// redelivers little, seldom enough that commits cost the broker little.
+const COMMIT_EVERY: Duration = Duration::from_millis(100);
 
 /// How long a revoked partition's messages in the workers' hands are
 /// waited for before the partition is released anyway (they come back to
@@ -93,9 +96,9 @@ pub struct Counts {
     pub done: AtomicU64,
     /// Messages settled as dead letters (their offset passes).
     pub parked: AtomicU64,
-    /// Offset commits the broker confirmed.
+    /// Offset commits sent.
     pub commits: AtomicU64,
-    /// Offset commits the broker refused (tried again next round).
+    /// Offset commits the broker refused (a later one covers them).
     pub failed_commits: AtomicU64,
 }
 
@@ -189,6 +192,18 @@ impl Drop for KafkaAck {
 impl ClientContext for Rebalancing {}
 
 impl ConsumerContext for Rebalancing {
+    /// The broker's answer to every commit, sent with or without waiting.
+    fn commit_callback(
+        &self,
+        result: rdkafka::error::KafkaResult<()>,
+        _offsets: &TopicPartitionList,
+    ) {
+        if let Err(error) = result {
+            self.counts.failed_commits.fetch_add(1, Ordering::Relaxed);
+            tracing::warn!(%error, "the broker refused an offset commit; a later one covers it");
+        }
+    }
+
     fn pre_rebalance(&self, consumer: &BaseConsumer<Self>, rebalance: &Rebalance<'_>) {
         match rebalance {
             Rebalance::Revoke(list) => {
@@ -246,9 +261,11 @@ impl Rebalancing {
     }
 
     /// Commits every partition whose settled prefix grew, after the
-    /// database (the settles say so). A refused commit is tried again at
-    /// the next round.
-    fn commit_due(&self, consumer: &BaseConsumer<Self>, ledger: &mut Ledger) {
+    /// database (the settles say so). `Async` sends the commit without
+    /// waiting for the broker (the loop's commits: a lost one is made good
+    /// by the next, or costs duplicates after a crash, never a message);
+    /// `Sync` waits (before a partition is released or the consumer leaves).
+    fn commit_due(&self, consumer: &BaseConsumer<Self>, ledger: &mut Ledger, mode: CommitMode) {
         let due = ledger.offsets.due();
         if due.is_empty() {
             return;
@@ -264,17 +281,15 @@ impl Rebalancing {
                 tracing::warn!(%error, "could not list an offset to commit");
             }
         }
-        match consumer.commit(&list, CommitMode::Sync) {
+        match consumer.commit(&list, mode) {
             Ok(()) => {
                 self.counts.commits.fetch_add(1, Ordering::Relaxed);
                 for (partition, offset) in &due {
                     ledger.offsets.committed(partition, *offset);
                 }
             }
-            Err(error) => {
-                self.counts.failed_commits.fetch_add(1, Ordering::Relaxed);
-                tracing::warn!(%error, "offset commit refused; trying again");
-            }
+            // Refused before it was sent: the offsets stay due.
+            Err(error) => tracing::warn!(%error, "offset commit refused; trying again"),
         }
     }
 
@@ -303,7 +318,7 @@ impl Rebalancing {
                         "released partitions with messages still in the workers' hands; they come again"
                     );
                 }
-                self.commit_due(consumer, &mut ledger);
+                self.commit_due(consumer, &mut ledger, CommitMode::Sync);
                 for partition in revoked {
                     ledger.offsets.forget(partition);
                 }
@@ -341,7 +356,7 @@ impl KafkaSource {
         let context = self.consumer.context();
         let mut rejected = 0;
         let mut last_message = Instant::now();
-        let mut paused = false;
+        let mut last_commit = Instant::now();
         while !stop.is_raised() {
             let mut chunk = self.due_retries();
             self.poll_into(&mut chunk, &mut rejected);
@@ -354,10 +369,12 @@ impl KafkaSource {
             let unsettled = {
                 let mut ledger = context.ledger();
                 context.apply_settles(&mut ledger);
-                context.commit_due(&self.consumer, &mut ledger);
+                if last_commit.elapsed() >= COMMIT_EVERY {
+                    context.commit_due(&self.consumer, &mut ledger, CommitMode::Async);
+                    last_commit = Instant::now();
+                }
                 ledger.offsets.unsettled()
             };
-            paused = self.pace(unsettled, paused);
             if unsettled == 0
                 && self
                     .exit_when_idle
@@ -456,28 +473,6 @@ impl KafkaSource {
             ack,
         }
     }
-
-    /// Pauses fetching while too many messages are unsettled, resumes once
-    /// half of them settled; whether it is paused now.
-    fn pace(&self, unsettled: usize, paused: bool) -> bool {
-        let pause = unsettled >= MAX_UNSETTLED || (paused && unsettled > MAX_UNSETTLED / 2);
-        if pause != paused || pause {
-            match self.consumer.assignment() {
-                Ok(assigned) => {
-                    let done = if pause {
-                        self.consumer.pause(&assigned)
-                    } else {
-                        self.consumer.resume(&assigned)
-                    };
-                    if let Err(error) = done {
-                        tracing::warn!(%error, "could not pause or resume fetching");
-                    }
-                }
-                Err(error) => tracing::warn!(%error, "could not read the assignment"),
-            }
-        }
-        pause
-    }
 }
 
 /// A record as a message: its value is an envelope; a `message-id` header,
@@ -511,7 +506,7 @@ impl Committer {
         {
             let mut ledger = context.ledger();
             context.apply_settles(&mut ledger);
-            context.commit_due(&self.consumer, &mut ledger);
+            context.commit_due(&self.consumer, &mut ledger, CommitMode::Sync);
         }
         self.consumer.unsubscribe();
     }

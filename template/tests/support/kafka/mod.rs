@@ -8,6 +8,8 @@
 pub mod broken;
 pub mod server;
 
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use rdkafka::ClientConfig;
@@ -21,9 +23,9 @@ use rdkafka::producer::{FutureProducer, FutureRecord};
 use {{crate_name}}::envelope::to_line;
 use {{crate_name}}::message::Message;
 use {{crate_name}}::relay::kafka::KafkaSinkOptions;
-use {{crate_name}}::source::kafka::{KafkaOptions, MESSAGE_ID_HEADER};
+use {{crate_name}}::source::kafka::{KafkaOptions, KafkaProbe, MESSAGE_ID_HEADER};
 
-use server::OwnBroker;
+use server::{OwnBroker, Storage};
 
 /// The events topic every test consumes.
 pub const TOPIC: &str = "events";
@@ -36,20 +38,30 @@ pub struct Broker {
     server: OwnBroker,
     runtime: tokio::runtime::Runtime,
     producer: FutureProducer,
+    /// A probe per group asked about, kept: a client costs a connection.
+    probes: Mutex<HashMap<String, Arc<KafkaProbe>>>,
 }
 
 impl Broker {
+    /// A broker storing in SQLite: what the tests use.
     pub fn start() -> Self {
-        let server = OwnBroker::start();
+        Self::start_with(Storage::Sqlite)
+    }
+
+    pub fn start_with(storage: Storage) -> Self {
+        let server = OwnBroker::start(storage);
         let runtime = tokio::runtime::Runtime::new().expect("runtime");
-        let producer: FutureProducer = client(&server.bootstrap())
-            .set("enable.idempotence", "true")
-            .create()
-            .expect("a producer");
+        let mut producer = client(&server.bootstrap());
+        producer.set("enable.idempotence", "true");
+        if storage == Storage::Memory {
+            producer.set("batch.num.messages", "1");
+        }
+        let producer: FutureProducer = producer.create().expect("a producer");
         let broker = Self {
             server,
             runtime,
             producer,
+            probes: Mutex::default(),
         };
         broker.create_topic(TOPIC, PARTITIONS);
         broker
@@ -135,24 +147,47 @@ impl Broker {
 
     /// Publishes any value, valid or not.
     pub fn publish_raw(&self, key: &str, value: &str, id_header: Option<&str>) {
-        let mut record = FutureRecord::to(TOPIC).key(key).payload(value);
-        if let Some(id) = id_header {
-            record = record.headers(OwnedHeaders::new().insert(Header {
-                key: MESSAGE_ID_HEADER,
-                value: Some(id),
-            }));
+        self.publish_many([(key, value, id_header)]);
+    }
+
+    /// Publishes records `(key, value, message-id header)`, all in flight
+    /// at once, and waits until the broker acknowledged every one.
+    pub fn publish_many<'a>(
+        &self,
+        records: impl IntoIterator<Item = (&'a str, &'a str, Option<&'a str>)>,
+    ) {
+        let deliveries: Vec<_> = records
+            .into_iter()
+            .map(|(key, value, id_header)| {
+                let mut record = FutureRecord::to(TOPIC).key(key).payload(value);
+                if let Some(id) = id_header {
+                    record = record.headers(OwnedHeaders::new().insert(Header {
+                        key: MESSAGE_ID_HEADER,
+                        value: Some(id),
+                    }));
+                }
+                self.producer
+                    .send_result(record)
+                    .unwrap_or_else(|(error, _)| panic!("publish: {error}"))
+            })
+            .collect();
+        for delivery in deliveries {
+            self.block_on(delivery)
+                .expect("the producer is alive")
+                .unwrap_or_else(|(error, _)| panic!("publish: {error}"));
         }
-        self.block_on(self.producer.send(record, Duration::from_secs(30)))
-            .unwrap_or_else(|(error, _)| panic!("publish: {error}"));
     }
 
     /// Records the group has not committed yet, over the events topic.
     pub fn uncommitted(&self, group: &str) -> u64 {
-        self.options(group)
-            .probe()
-            .expect("a probe")
-            .uncommitted()
-            .expect("the group's offsets")
+        let probe = {
+            let mut probes = self.probes.lock().expect("probes");
+            probes
+                .entry(group.to_owned())
+                .or_insert_with(|| Arc::new(self.options(group).probe().expect("a probe")))
+                .clone()
+        };
+        probe.uncommitted().expect("the group's offsets")
     }
 
     /// The group's committed offset per partition of the events topic

@@ -30,6 +30,18 @@ const READY: &str = "ready in";
 /// The longest a broker may take to start.
 const START_PATIENCE: Duration = Duration::from_secs(60);
 
+/// Where a broker keeps its records.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Storage {
+    /// SQLite, in the broker's directory: record by record, what the tests
+    /// use.
+    Sqlite,
+    /// Memory: several times faster, for the benchmark, and correct only
+    /// when every produce request holds one record (see the module doc):
+    /// [`super::Broker`] then produces them one by one.
+    Memory,
+}
+
 /// A running broker of this test's own.
 pub struct OwnBroker {
     child: Child,
@@ -40,12 +52,12 @@ pub struct OwnBroker {
 impl OwnBroker {
     /// Starts one on a free loopback port (trying another port if the one
     /// picked was taken meanwhile).
-    pub fn start() -> Self {
+    pub fn start(storage: Storage) -> Self {
         let store = tempfile::tempdir().expect("a store directory");
         let mut last_log = String::new();
         for _ in 0..5 {
             let port = free_port();
-            match spawn(&store, port) {
+            match spawn(&store, port, storage) {
                 Ok(child) => {
                     return Self {
                         child,
@@ -82,7 +94,7 @@ fn free_port() -> u16 {
 
 /// Starts tansu on `port`, storing in `store`; returns it once it serves,
 /// or what it logged if it ended first.
-fn spawn(store: &tempfile::TempDir, port: u16) -> Result<Child, String> {
+fn spawn(store: &tempfile::TempDir, port: u16, storage: Storage) -> Result<Child, String> {
     let binary = std::env::var("TANSU").unwrap_or_else(|_| "tansu".to_owned());
     let url = format!("tcp://127.0.0.1:{port}");
     let mut command = Command::new(&binary);
@@ -94,8 +106,12 @@ fn spawn(store: &tempfile::TempDir, port: u16) -> Result<Child, String> {
             "--advertised-listener-url",
             &url,
         ])
-        // Relative to the working directory: the store's.
-        .args(["--storage-engine", "sqlite://tansu.db"])
+        .arg("--storage-engine")
+        .arg(match storage {
+            // Relative to the working directory: the store's.
+            Storage::Sqlite => "sqlite://tansu.db",
+            Storage::Memory => "memory://tansu/",
+        })
         .current_dir(store.path())
         .env("RUST_LOG", "info")
         .stdin(Stdio::null())
