@@ -10,7 +10,8 @@
 //! group, so each reads the same records from the start:
 //!
 //! * **consume and commit**: a group member that does nothing but poll
-//!   and commit its offsets every 256 records: what the broker and the
+//!   and commit its position every 256 records, without waiting for the
+//!   broker's answer (as the source commits): what the broker and the
 //!   client can do here, with no database at all;
 //! * **consume**: the real source, pipeline and inbox, one transaction per
 //!   delivery and batched, on a fresh database.
@@ -156,7 +157,7 @@ fn consume_and_commit(broker: &Broker, group: &str, records: usize) -> f64 {
                 read += 1;
                 if read % COMMIT_EVERY == 0 {
                     consumer
-                        .commit_consumer_state(CommitMode::Sync)
+                        .commit_consumer_state(CommitMode::Async)
                         .expect("commit");
                 }
             }

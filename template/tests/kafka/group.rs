@@ -12,6 +12,7 @@ use {{crate_name}}::pipeline::PROGRESS_LINE;
 
 use crate::PATIENCE;
 use crate::processes::{GROUP, committed, consume, field};
+use crate::support::database::Fixture;
 use crate::support::harness::{Prng, RealInbox, fixture_for, inbox_rows};
 use crate::support::kafka::Broker;
 use crate::support::subjects::DebitSubject;
@@ -24,21 +25,7 @@ const PAYMENTS: i64 = 240;
 fn three_processes_in_one_group_survive_a_kill() {
     let broker = Broker::start();
     let fixture = fixture_for(&RealInbox::BATCHED, &[&DebitSubject::real()]);
-    fixture.with_tables(|tables| {
-        (2..=ACCOUNTS).try_for_each(|account| tables.open_account(account, 1_000))
-    });
-    let account = |n: i64| 1 + n % ACCOUNTS;
-    for n in 0..PAYMENTS {
-        let message = Message {
-            id: MessageId::new(format!("pay-{n:05}")).unwrap(),
-            event: Event::PaymentCaptured(PaymentCaptured {
-                account: account(n),
-                amount: 1,
-            }),
-            trace_parent: None,
-        };
-        broker.publish(&message);
-    }
+    publish_spread(&broker, &fixture);
     // The process to kill starts first and takes every partition; it is
     // held right after one of its first transactions.
     let after = 1 + Prng::from_env("GROUP_KILL_SEED").below(4);
@@ -82,18 +69,57 @@ fn three_processes_in_one_group_survive_a_kill() {
         duplicates > 0,
         "what the killed process applied and did not commit never came back: {summaries:?}"
     );
-    assert_eq!(inbox_rows(&fixture, "debit"), PAYMENTS as usize);
+    assert_spread_applied_once(&fixture);
+}
+
+/// Opens the accounts and publishes [`PAYMENTS`] payments of 1 spread over
+/// them (and so over the partitions: records are keyed by account).
+pub fn publish_spread(broker: &Broker, fixture: &Fixture) {
+    fixture.with_tables(|tables| {
+        (2..=ACCOUNTS).try_for_each(|account| tables.open_account(account, 1_000))
+    });
+    for n in 0..PAYMENTS {
+        broker.publish(&Message {
+            id: MessageId::new(format!("pay-{n:05}")).unwrap(),
+            event: Event::PaymentCaptured(PaymentCaptured {
+                account: account_of(n),
+                amount: 1,
+            }),
+            trace_parent: None,
+        });
+    }
+}
+
+fn account_of(payment: i64) -> i64 {
+    1 + payment % ACCOUNTS
+}
+
+/// Asserts that every payment [`publish_spread`] published applied once.
+#[track_caller]
+pub fn assert_spread_applied_once(fixture: &Fixture) {
+    let problems = spread_problems(fixture);
+    assert!(problems.is_empty(), "{}", problems.join("; "));
+}
+
+/// What is wrong, if anything, with the payments [`publish_spread`]
+/// published: each must have applied once.
+pub fn spread_problems(fixture: &Fixture) -> Vec<String> {
+    let mut problems = Vec::new();
+    let rows = inbox_rows(fixture, "debit");
+    if rows != PAYMENTS as usize {
+        problems.push(format!("{rows} inbox rows for {PAYMENTS} payments"));
+    }
     let expected: Vec<(i64, i64)> = (1..=ACCOUNTS)
         .map(|a| {
-            (
-                a,
-                1_000 - (0..PAYMENTS).filter(|n| account(*n) == a).count() as i64,
-            )
+            let paid = (0..PAYMENTS).filter(|n| account_of(*n) == a).count() as i64;
+            (a, 1_000 - paid)
         })
         .collect();
-    assert_eq!(
-        fixture.with_tables(|tables| tables.balances()),
-        expected,
-        "each payment applied once"
-    );
+    let balances = fixture.with_tables(|tables| tables.balances());
+    if balances != expected {
+        problems.push(format!(
+            "balances {balances:?}, not each payment once: {expected:?}"
+        ));
+    }
+    problems
 }

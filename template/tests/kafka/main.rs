@@ -13,6 +13,9 @@
 //!   and stopped by SIGTERM;
 //! * `group`: three processes in one group, one killed: its partitions
 //!   move, and what it had not committed comes back as duplicates;
+//! * `rebalance`: a second member joins while the first has records in
+//!   its workers' hands: they finish and commit before the partitions
+//!   move, so nothing comes twice;
 //! * `relay`: the outbox produced to a topic, keyed, acknowledged;
 //! * `teeth`: known-broken sources (offsets committed before the database,
 //!   the highest settled offset committed, the id taken from the offset),
@@ -25,13 +28,14 @@
 mod support;
 
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use {{crate_name}}::database::Database;
 use {{crate_name}}::handler::Handler;
 use {{crate_name}}::inbox::{Inbox, Policy, StorageError};
 use {{crate_name}}::pipeline::{self, Options, Report};
+use {{crate_name}}::source::kafka::Counts;
 use {{crate_name}}::source::{Source, Stop};
 use {{crate_name}}::store::Store;
 
@@ -61,8 +65,102 @@ struct Seen {
     redelivered: u64,
     /// Messages settled as dead letters.
     parked: u64,
+    /// Partitions revoked from it.
+    revoked: u64,
     /// Whether what the test waited for happened.
     reached: bool,
+}
+
+/// A consumer running in this process, as a member of [`GROUP`].
+struct Running {
+    stop: Arc<Stop>,
+    run: tokio::task::JoinHandle<anyhow::Result<Report>>,
+    finish: Box<dyn FnOnce() + Send>,
+    counts: Option<Arc<Counts>>,
+}
+
+impl Running {
+    /// Joins the group with a source of `kind` and consumes the events
+    /// topic with `handlers`, opening inboxes with `open`.
+    fn start<I, F>(
+        broker: &Broker,
+        kind: SourceKind,
+        handlers: Vec<Arc<dyn Handler>>,
+        open: F,
+    ) -> Self
+    where
+        I: Inbox + 'static,
+        F: Fn() -> Result<I, StorageError> + Send + Sync + 'static,
+    {
+        let options = broker.options(GROUP);
+        let (source, counts, finish): (Box<dyn Source>, _, Box<dyn FnOnce() + Send>) = match kind {
+            SourceKind::Real => {
+                let (source, committer) =
+                    broker.block_on(options.connect()).expect("join the group");
+                let counts = Some(source.counts());
+                (
+                    Box::new(source),
+                    counts,
+                    Box::new(move || committer.finish()),
+                )
+            }
+            SourceKind::Broken(mistake) => {
+                let source = BrokenSource::connect(&options, mistake);
+                let finish = source.finisher();
+                (Box::new(source), None, Box::new(finish))
+            }
+        };
+        let stop = Arc::new(Stop::default());
+        let pipeline_options = Options {
+            workers: 4,
+            batch_size: 16,
+            ..Options::default()
+        };
+        let run = broker.spawn(pipeline::run_until(
+            source,
+            handlers,
+            open,
+            pipeline_options,
+            stop.clone(),
+        ));
+        Self {
+            stop,
+            run,
+            finish,
+            counts,
+        }
+    }
+
+    /// Stops it, commits what settled, leaves the group; what it saw.
+    fn stop(self, broker: &Broker, reached: bool) -> Seen {
+        self.stop.raise();
+        let report = broker
+            .block_on(self.run)
+            .expect("the pipeline task")
+            .expect("the pipeline");
+        (self.finish)();
+        let count = |counter: &AtomicU64| counter.load(Ordering::Relaxed);
+        let counts = self.counts.as_ref();
+        Seen {
+            report,
+            redelivered: counts.map_or(0, |c| count(&c.redelivered)),
+            parked: counts.map_or(0, |c| count(&c.parked)),
+            revoked: counts.map_or(0, |c| count(&c.revoked)),
+            reached,
+        }
+    }
+}
+
+/// Waits until `done` says so, up to [`PATIENCE`]; whether it did.
+fn wait_for(mut done: impl FnMut() -> bool) -> bool {
+    let started = Instant::now();
+    while !done() {
+        if started.elapsed() >= PATIENCE {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    true
 }
 
 /// Consumes the events topic in this process as a member of [`GROUP`],
@@ -74,61 +172,15 @@ fn consume_until<I, F>(
     kind: SourceKind,
     handlers: Vec<Arc<dyn Handler>>,
     open: F,
-    mut done: impl FnMut() -> bool,
+    done: impl FnMut() -> bool,
 ) -> Seen
 where
     I: Inbox + 'static,
     F: Fn() -> Result<I, StorageError> + Send + Sync + 'static,
 {
-    let options = broker.options(GROUP);
-    let (source, counts, finish): (Box<dyn Source>, _, Box<dyn FnOnce() + Send>) = match kind {
-        SourceKind::Real => {
-            let (source, committer) = broker.block_on(options.connect()).expect("join the group");
-            let counts = Some(source.counts());
-            (
-                Box::new(source),
-                counts,
-                Box::new(move || committer.finish()),
-            )
-        }
-        SourceKind::Broken(mistake) => {
-            let source = BrokenSource::connect(&options, mistake);
-            let finish = source.finisher();
-            (Box::new(source), None, Box::new(finish))
-        }
-    };
-    let stop = Arc::new(Stop::default());
-    let pipeline_options = Options {
-        workers: 4,
-        batch_size: 16,
-        ..Options::default()
-    };
-    let run = broker.spawn(pipeline::run_until(
-        source,
-        handlers,
-        open,
-        pipeline_options,
-        stop.clone(),
-    ));
-    let started = Instant::now();
-    let mut reached = done();
-    while !reached && started.elapsed() < PATIENCE {
-        std::thread::sleep(Duration::from_millis(100));
-        reached = done();
-    }
-    stop.raise();
-    let report = broker
-        .block_on(run)
-        .expect("the pipeline task")
-        .expect("the pipeline");
-    finish();
-    let count = |counter: &std::sync::atomic::AtomicU64| counter.load(Ordering::Relaxed);
-    Seen {
-        report,
-        redelivered: counts.as_ref().map_or(0, |c| count(&c.redelivered)),
-        parked: counts.as_ref().map_or(0, |c| count(&c.parked)),
-        reached,
-    }
+    let running = Running::start(broker, kind, handlers, open);
+    let reached = wait_for(done);
+    running.stop(broker, reached)
 }
 
 /// Like [`consume_until`], until the group committed every record.
@@ -166,5 +218,6 @@ mod group;
 mod offsets;
 mod poison;
 mod processes;
+mod rebalance;
 mod relay;
 mod teeth;

@@ -96,6 +96,9 @@ pub struct Counts {
     pub done: AtomicU64,
     /// Messages settled as dead letters (their offset passes).
     pub parked: AtomicU64,
+    /// Partitions revoked by a rebalance (or by leaving the group), each
+    /// released once its messages in the workers' hands settled.
+    pub revoked: AtomicU64,
     /// Offset commits sent.
     pub commits: AtomicU64,
     /// Offset commits the broker refused (a later one covers them).
@@ -208,6 +211,9 @@ impl ConsumerContext for Rebalancing {
         match rebalance {
             Rebalance::Revoke(list) => {
                 let revoked = partitions_of(list);
+                self.counts
+                    .revoked
+                    .fetch_add(revoked.len() as u64, Ordering::Relaxed);
                 self.release(consumer, &revoked);
             }
             Rebalance::Assign(_) => {}
