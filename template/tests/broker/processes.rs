@@ -14,6 +14,7 @@ use crate::support::kill::{kill_at_progress, signal_at_progress, stop_and_collec
 use crate::support::nats::proxy::{SettleProxy, withhold_nothing};
 use crate::support::nats::{Broker, nats_address, nats_url};
 use crate::support::subjects::{DebitSubject, NotifySubject, payments};
+use crate::support::summary::field;
 
 pub const DURABLE: &str = "processes";
 const ACK_WAIT: Duration = Duration::from_secs(2);
@@ -33,15 +34,6 @@ pub fn consume_at(fixture: &Fixture, broker: &Broker, nats_url: &str) -> Command
         .args(broker.cli_args(nats_url, DURABLE, ACK_WAIT))
         .args(["--progress-lines", "--batch-size", "8"]);
     command
-}
-
-/// The `name=N` field of a `consume` summary line.
-fn field(summary: &str, name: &str) -> u64 {
-    summary
-        .split_whitespace()
-        .find_map(|field| field.strip_prefix(name)?.strip_prefix('='))
-        .and_then(|n| n.parse().ok())
-        .unwrap_or_else(|| panic!("no {name}= in {summary:?}"))
 }
 
 /// The `redelivered=N` a `consume` summary line reports.

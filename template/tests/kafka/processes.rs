@@ -14,6 +14,7 @@ use crate::support::harness::{Prng, RealInbox, assert_applied_once, fixture_for,
 use crate::support::kafka::Broker;
 use crate::support::kill::{hold_at_progress, signal_at_progress, stop_and_collect};
 use crate::support::subjects::{DebitSubject, payments};
+use crate::support::summary::field;
 
 pub const GROUP: &str = "processes";
 
@@ -27,15 +28,6 @@ pub fn consume(fixture: &Fixture, broker: &Broker) -> Command {
         .args(broker.cli_args(GROUP))
         .args(["--progress-lines", "--batch-size", "8"]);
     command
-}
-
-/// The `name=N` field of a `consume` summary line.
-pub fn field(summary: &str, name: &str) -> u64 {
-    summary
-        .split_whitespace()
-        .find_map(|field| field.strip_prefix(name)?.strip_prefix('='))
-        .and_then(|n| n.parse().ok())
-        .unwrap_or_else(|| panic!("no {name}= in {summary:?}"))
 }
 
 /// Records the group has committed, over the partitions (a fresh topic

@@ -13,6 +13,7 @@ use std::process::{Output, Stdio};
 
 use crate::consumer;
 use crate::support::database::Fixture;
+use crate::support::summary::field;
 
 /// A pipe whose read end is already closed, as a child's stdout.
 fn closed_pipe() -> Stdio {
@@ -85,14 +86,6 @@ fn input(folder: &std::path::Path, count: usize) -> String {
     let path = folder.join("in.jsonl");
     std::fs::write(&path, lines.join("\n")).unwrap();
     path.to_str().unwrap().to_owned()
-}
-
-/// The `name=N` field of a line the consumer printed.
-fn field(text: &str, name: &str) -> u64 {
-    text.split_whitespace()
-        .find_map(|field| field.strip_prefix(name)?.strip_prefix('='))
-        .and_then(|n| n.parse().ok())
-        .unwrap_or_else(|| panic!("no {name}= in {text:?}"))
 }
 
 #[test]

@@ -28,6 +28,7 @@ pub mod proxy;
 pub mod raw;
 pub mod relay_rates;
 pub mod subjects;
+pub mod summary;
 pub mod traces;
 {% if database == "postgres" %}
 #[path = "postgres/mod.rs"]
