@@ -314,7 +314,10 @@ impl Rebalancing {
                         .iter()
                         .filter(|due| &due.0.settle.partition == partition)
                         .count();
-                    ledger.offsets.unsettled_in(partition) - waiting
+                    ledger
+                        .offsets
+                        .unsettled_in(partition)
+                        .saturating_sub(waiting)
                 })
                 .sum();
             if in_hand == 0 || Instant::now() >= deadline {

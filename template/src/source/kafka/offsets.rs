@@ -148,6 +148,9 @@ mod tests {
         for offset in [10, 12, 13, 14] {
             offsets.settle(&p(0), offset);
         }
+        assert_eq!(offsets.unsettled(), 1);
+        assert_eq!(offsets.unsettled_in(&p(0)), 1);
+        assert_eq!(offsets.unsettled_in(&p(1)), 0, "never taken");
         assert_eq!(offsets.due(), [(p(0), 11)], "11 is not settled");
         offsets.committed(&p(0), 11);
         assert_eq!(offsets.due(), [], "nothing moved since");
@@ -161,6 +164,7 @@ mod tests {
         let mut offsets = Offsets::default();
         offsets.take(&p(0), 5);
         offsets.take(&p(0), 6);
+        assert_eq!(offsets.unsettled_in(&p(0)), 2);
         offsets.settle(&p(0), 6);
         assert_eq!(offsets.due(), [], "5 is where it started, and unsettled");
         assert_eq!(offsets.unsettled_in(&p(0)), 1);
@@ -185,6 +189,7 @@ mod tests {
     fn a_revoked_partition_is_forgotten() {
         let mut offsets = Offsets::default();
         offsets.take(&p(0), 3);
+        assert!(offsets.owns(&p(0)));
         offsets.forget(&p(0));
         assert!(!offsets.owns(&p(0)));
         offsets.settle(&p(0), 3);
