@@ -10,9 +10,8 @@ use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 
 use {{crate_name}}::database::DatabaseOptions;
-use {{crate_name}}::pipeline::{self, Summary};
+use {{crate_name}}::pipeline::Summary;
 use {{crate_name}}::source::lines::{LinesSource, Rejects};
-use {{crate_name}}::store::Store;
 
 use super::output::outln;
 use super::work::WorkArgs;
@@ -39,7 +38,6 @@ pub struct RunArgs {
 
 pub fn run(args: RunArgs, database: &DatabaseOptions) -> anyhow::Result<ExitCode> {
     let consumers = args.work.consumers(database);
-    let policy = args.work.policy();
     let database = database.open()?;
     let (input, length) = open_input(args.input.as_ref())?;
     let progress = progress_bar(length);
@@ -59,10 +57,7 @@ pub fn run(args: RunArgs, database: &DatabaseOptions) -> anyhow::Result<ExitCode
     }
     let source = Box::new(LinesSource::new(input, rejects, progress.clone()));
     let runtime = tokio::runtime::Runtime::new().context("could not start the runtime")?;
-    let report = runtime.block_on(async {
-        let options = args.work.options(&database, &consumers, None).await?;
-        pipeline::run(source, consumers, move || database.inbox(policy), options).await
-    })?;
+    let report = runtime.block_on(args.work.deliver(source, consumers, database, None))?;
     progress.finish_and_clear();
     outln!("{}", report.summary)?;
     Ok(if report.interrupted {

@@ -11,8 +11,9 @@ use {{crate_name}}::defaults;
 use {{crate_name}}::handler::Handler;
 use {{crate_name}}::handlers;
 use {{crate_name}}::inbox::Policy;
-use {{crate_name}}::pipeline::{self, Options};
-use {{crate_name}}::source::BrokerProbe;
+use {{crate_name}}::pipeline::{self, Options, Report};
+use {{crate_name}}::source::{BrokerProbe, Source};
+use {{crate_name}}::store::Store;
 
 use super::metrics::MetricsArgs;
 use super::progress::ProgressArgs;
@@ -52,15 +53,29 @@ impl WorkArgs {
         handlers::select(&self.consumers).unwrap_or_else(|error| super::usage_error(error))
     }
 
-    pub fn policy(&self) -> Policy {
+    /// Delivers what `source` yields to `consumers` on `database`, with
+    /// these options (serving metrics about the run, `database` and the
+    /// broker's `probe` if asked), until the source ends or a signal stops
+    /// it. Runs on the current runtime.
+    pub async fn deliver(
+        &self,
+        source: Box<dyn Source>,
+        consumers: Vec<Arc<dyn Handler>>,
+        database: Database,
+        probe: Option<Box<dyn BrokerProbe>>,
+    ) -> anyhow::Result<Report> {
+        let options = self.options(&database, &consumers, probe).await?;
+        let policy = self.policy();
+        pipeline::run(source, consumers, move || database.inbox(policy), options).await
+    }
+
+    fn policy(&self) -> Policy {
         Policy {
             max_attempts: self.max_attempts,
         }
     }
 
-    /// The run's options; starts serving metrics about it, `consumers`
-    /// and `database` if asked (on the current runtime).
-    pub async fn options(
+    async fn options(
         &self,
         database: &Database,
         consumers: &[Arc<dyn Handler>],

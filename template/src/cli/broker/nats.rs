@@ -9,12 +9,10 @@ use anyhow::Context;
 use clap::Args;
 
 use {{crate_name}}::database::DatabaseOptions;
-use {{crate_name}}::pipeline;
 use {{crate_name}}::relay::Sink;
 use {{crate_name}}::relay::lines::lines_sink;
 use {{crate_name}}::relay::nats::{NatsSink, NatsSinkOptions};
 use {{crate_name}}::source::nats::NatsOptions;
-use {{crate_name}}::store::Store;
 
 use super::work::WorkArgs;
 use crate::cli::output::outln;
@@ -52,24 +50,16 @@ pub struct ConsumeArgs {
 
 fn consume(args: ConsumeArgs, database: &DatabaseOptions) -> anyhow::Result<ExitCode> {
     let consumers = args.work.consumers(database);
-    let policy = args.work.policy();
     let database = database.open()?;
     let runtime = tokio::runtime::Runtime::new().context("could not start the runtime")?;
     runtime.block_on(async {
         let (source, settled) = args.nats.connect().await?;
         let probe = Box::new(source.probe());
-        let options = args
-            .work
-            .options(&database, &consumers, Some(probe))
-            .await?;
         let counts = source.counts();
-        let report = pipeline::run(
-            Box::new(source),
-            consumers,
-            move || database.inbox(policy),
-            options,
-        )
-        .await?;
+        let report = args
+            .work
+            .deliver(Box::new(source), consumers, database, Some(probe))
+            .await?;
         settled.finish().await;
         let count = |counter: &std::sync::atomic::AtomicU64| counter.load(Ordering::Relaxed);
         outln!(
