@@ -42,14 +42,12 @@ use {{crate_name}}::relay::nats::NatsSink;
 use {{crate_name}}::source::Stop;
 use {{crate_name}}::source::nats::consumer_config;
 use {{crate_name}}::store::Store;
-use support::database::Fixture;
-use support::figures::{median, thousands};
-use support::harness::{Prng, env_number};
+use support::figures::{consume_rows, median, thousands};
+use support::harness::env_number;
 use support::nats::{Backlog, Broker, nats_url};
 use support::relay_rates::relay_table;
+use support::workload::{Payments, fixture_with_accounts};
 
-const ACCOUNTS: i64 = 1_000;
-const DUPLICATE_SHARE: u64 = 30;
 const REPEATS: usize = 3;
 const ACK_WAIT: Duration = Duration::from_secs(30);
 /// The source's pull size (see `src/source/nats/mod.rs`).
@@ -79,28 +77,9 @@ fn main() {
             "| pull and acknowledge (no database) | {workers} | {} | 1.00x |",
             thousands(baseline)
         );
-        for (label, batch_size) in [
-            ("consume, one transaction per delivery", 1),
-            ("consume, batched (256)", 256),
-        ] {
-            let rate = median(
-                (0..REPEATS)
-                    .map(|_| {
-                        let options = Options {
-                            workers,
-                            batch_size,
-                            ..Options::default()
-                        };
-                        messages as f64 / consume(&broker, &next_durable(), options)
-                    })
-                    .collect(),
-            );
-            println!(
-                "| {label} | {workers} | {} | {:.2}x |",
-                thousands(rate),
-                rate / baseline
-            );
-        }
+        consume_rows(workers, messages, REPEATS, baseline, |options| {
+            consume(&broker, &next_durable(), options)
+        });
     }
     let relay_options = broker.relay_options();
     relay_table(
@@ -118,23 +97,11 @@ fn main() {
 /// Publishes `count` messages, a share of them second copies of an earlier
 /// event, and returns how many distinct events there are.
 fn publish(broker: &Broker, count: usize) -> usize {
-    let mut random = Prng::new(0x0b0e_5eed);
-    let mut distinct = 0usize;
-    for n in 0..count {
-        let id = if distinct > 0 && random.below(100) < DUPLICATE_SHARE {
-            distinct - 1 - random.below(distinct.min(1_000) as u64) as usize
-        } else {
-            distinct += 1;
-            distinct - 1
-        };
-        let body = serde_json::json!({
-            "id": format!("m-{id:08}"),
-            "type": "payment.captured",
-            "payload": { "account": 1 + id as i64 % ACCOUNTS, "amount": 1 + id % 100 },
-        });
-        broker.publish_body(&body.to_string(), &format!("publish-{n}"));
+    let mut payments = Payments::new(0x0b0e_5eed);
+    for (n, payment) in payments.by_ref().take(count).enumerate() {
+        broker.publish_body(&payment.envelope.to_string(), &format!("publish-{n}"));
     }
-    distinct
+    payments.distinct()
 }
 
 /// Seconds a bare consumer with `workers` pulling tasks takes to pull and
@@ -183,13 +150,8 @@ fn pull_and_acknowledge(broker: &Broker, durable: &str, workers: usize) -> f64 {
 /// Seconds `consume`'s source, pipeline and inbox take to work through the
 /// whole stream on a fresh database.
 fn consume(broker: &Broker, durable: &str, options: Options) -> f64 {
-    let fixture = Fixture::new();
+    let fixture = fixture_with_accounts();
     let database = fixture.database();
-    database
-        .with_tables(|tables| {
-            (1..=ACCOUNTS).try_for_each(|account| tables.open_account(account, 1_000_000_000))
-        })
-        .expect("accounts");
     let policy = Policy::default();
     let (source, settled) = broker
         .block_on(broker.options(durable, ACK_WAIT).connect())

@@ -50,15 +50,14 @@ use support::database::Fixture;
 use support::database::bench::{self, Reference};
 use support::debit_variant::DebitVariant;
 use support::figures::{median, thousands};
-use support::harness::{Prng, RealInbox, env_number, play_parallel, play_parallel_meeting_once};
+use support::harness::{RealInbox, env_number, play_parallel, play_parallel_meeting_once};
 use support::raw::Raw;
 use support::relay_rates::relay_table;
 use support::subjects::DebitSubject;
+use support::workload::{Payments, fixture_with_accounts};
 
-const ACCOUNTS: i64 = 1_000;
 /// Each throughput figure is the median of this many runs.
 const REPEATS: usize = 3;
-const DUPLICATE_SHARE: u64 = 30;
 /// How often the metrics table's runs with metrics on are scraped: 15
 /// times as often as a Prometheus server's default interval (15 s).
 const SCRAPE_EVERY: Duration = Duration::from_secs(1);
@@ -144,39 +143,13 @@ impl Tables {
 /// message (most of them recent, as broker retries are), and returns how
 /// many distinct messages there are.
 fn write_input(path: &Path, count: usize) -> usize {
-    let mut random = Prng::new(0x5eed_cafe_f00d);
     let mut out = BufWriter::new(File::create(path).expect("input file"));
-    let mut distinct = 0usize;
-    for _ in 0..count {
-        let id = if distinct > 0 && random.below(100) < DUPLICATE_SHARE {
-            let back = random.below(distinct.min(1_000) as u64) as usize;
-            distinct - 1 - back
-        } else {
-            distinct += 1;
-            distinct - 1
-        };
-        let account = 1 + id as i64 % ACCOUNTS;
-        let line = serde_json::json!({
-            "id": format!("m-{id:08}"),
-            "type": "payment.captured",
-            "payload": { "account": account, "amount": 1 + id % 100 },
-        });
-        serde_json::to_writer(&mut out, &line).expect("write input");
+    let mut payments = Payments::new(0x5eed_cafe_f00d);
+    for payment in payments.by_ref().take(count) {
+        serde_json::to_writer(&mut out, &payment.envelope).expect("write input");
         out.write_all(b"\n").expect("write input");
     }
-    distinct
-}
-
-/// A fresh database with every account the input pays from.
-fn fresh_fixture() -> Fixture {
-    let fixture = Fixture::new();
-    fixture
-        .database()
-        .with_tables(|tables| {
-            (1..=ACCOUNTS).try_for_each(|account| tables.open_account(account, 1_000_000_000))
-        })
-        .expect("accounts");
-    fixture
+    payments.distinct()
 }
 
 /// The business update alone, batch by batch: the pipeline without an inbox.
@@ -251,7 +224,7 @@ fn metrics_table(input: &Path, deliveries: usize) {
                 [true, false]
             };
             for metered in order {
-                let fixture = fresh_fixture();
+                let fixture = fixture_with_accounts();
                 let database = fixture.database();
                 let metrics = Arc::new(Metrics::watching(database.clone(), &[handler.consumer()]));
                 let options = Options {
@@ -331,7 +304,7 @@ fn throughput_table(input: &Path, deliveries: usize, raw: f64) {
                 let mut inbox_rates = Vec::new();
                 let mut bare_rates = Vec::new();
                 for _ in 0..REPEATS {
-                    let fixture = fresh_fixture();
+                    let fixture = fixture_with_accounts();
                     let database = (configuration.open)(&fixture);
                     let (summary, took) =
                         run_pipeline(input, options.clone(), handler.clone(), move || {
@@ -342,7 +315,7 @@ fn throughput_table(input: &Path, deliveries: usize, raw: f64) {
 
                     // Shared, so that the fixture (and its connection) is
                     // dropped here, outside the pipeline's runtime.
-                    let bare = Arc::new(fresh_fixture());
+                    let bare = Arc::new(fixture_with_accounts());
                     let shared = bare.clone();
                     let (_, took) =
                         run_pipeline(input, options.clone(), alone.clone(), move || {
@@ -458,7 +431,7 @@ fn memory_table(folder: &Path, input: &Path, deliveries: usize) {
 
 /// Runs the consumer binary on `input` and returns its peak resident memory.
 fn peak_rss_kib(input: &Path) -> i64 {
-    let fixture = fresh_fixture();
+    let fixture = fixture_with_accounts();
     #[expect(
         clippy::zombie_processes,
         reason = "reaped by wait4 below, which also reports its peak memory"

@@ -40,15 +40,13 @@ use {{crate_name}}::pipeline::{self, Options};
 use {{crate_name}}::relay::kafka::KafkaSink;
 use {{crate_name}}::source::Stop;
 use {{crate_name}}::store::Store;
-use support::database::Fixture;
-use support::figures::{median, thousands};
-use support::harness::{Prng, env_number};
+use support::figures::{consume_rows, median, thousands};
+use support::harness::env_number;
 use support::kafka::server::Storage;
 use support::kafka::{Broker, PARTITIONS, TOPIC};
 use support::relay_rates::relay_table;
+use support::workload::{Payments, fixture_with_accounts};
 
-const ACCOUNTS: i64 = 1_000;
-const DUPLICATE_SHARE: u64 = 30;
 const REPEATS: usize = 3;
 /// Records between the baseline's commits.
 const COMMIT_EVERY: usize = 256;
@@ -77,28 +75,9 @@ fn main() {
         thousands(baseline)
     );
     for workers in [1, 4] {
-        for (label, batch_size) in [
-            ("consume, one transaction per delivery", 1),
-            ("consume, batched (256)", 256),
-        ] {
-            let rate = median(
-                (0..REPEATS)
-                    .map(|_| {
-                        let options = Options {
-                            workers,
-                            batch_size,
-                            ..Options::default()
-                        };
-                        messages as f64 / consume(&broker, &next_group(), messages, options)
-                    })
-                    .collect(),
-            );
-            println!(
-                "| {label} | {workers} | {} | {:.2}x |",
-                thousands(rate),
-                rate / baseline
-            );
-        }
+        consume_rows(workers, messages, REPEATS, baseline, |options| {
+            consume(&broker, &next_group(), messages, options)
+        });
     }
     let relay_options = broker.relay_options();
     broker.create_topic(&relay_options.notifications_topic, PARTITIONS);
@@ -113,30 +92,18 @@ fn main() {
 /// Publishes `count` records, a share of them second copies of an earlier
 /// event, and returns how many distinct events there are.
 fn publish(broker: &Broker, count: usize) -> usize {
-    let mut random = Prng::new(0x0b0e_5eed);
-    let mut distinct = 0usize;
-    let mut records = Vec::with_capacity(count);
-    for _ in 0..count {
-        let id = if distinct > 0 && random.below(100) < DUPLICATE_SHARE {
-            distinct - 1 - random.below(distinct.min(1_000) as u64) as usize
-        } else {
-            distinct += 1;
-            distinct - 1
-        };
-        let account = 1 + id as i64 % ACCOUNTS;
-        let body = serde_json::json!({
-            "id": format!("m-{id:08}"),
-            "type": "payment.captured",
-            "payload": { "account": account, "amount": 1 + id % 100 },
-        });
-        records.push((account.to_string(), body.to_string()));
-    }
+    let mut payments = Payments::new(0x0b0e_5eed);
+    let records: Vec<(String, String)> = payments
+        .by_ref()
+        .take(count)
+        .map(|payment| (payment.account.to_string(), payment.envelope.to_string()))
+        .collect();
     broker.publish_many(
         records
             .iter()
             .map(|(key, value)| (key.as_str(), value.as_str(), None)),
     );
-    distinct
+    payments.distinct()
 }
 
 /// Seconds a bare group member takes to read every record and commit.
@@ -176,13 +143,8 @@ fn consume_and_commit(broker: &Broker, group: &str, records: usize) -> f64 {
 /// Seconds `consume`'s source, pipeline and inbox take to work through
 /// every record on a fresh database.
 fn consume(broker: &Broker, group: &str, records: usize, options: Options) -> f64 {
-    let fixture = Fixture::new();
+    let fixture = fixture_with_accounts();
     let database = fixture.database();
-    database
-        .with_tables(|tables| {
-            (1..=ACCOUNTS).try_for_each(|account| tables.open_account(account, 1_000_000_000))
-        })
-        .expect("accounts");
     let policy = Policy::default();
     let started = Instant::now();
     let (source, committer) = broker

@@ -30,6 +30,7 @@ pub mod relay_rates;
 pub mod subjects;
 pub mod summary;
 pub mod traces;
+pub mod workload;
 {% if database == "postgres" %}
 #[path = "postgres/mod.rs"]
 pub mod database;
