@@ -26,14 +26,12 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use {{crate_name}}::database::Database;
 use {{crate_name}}::handler::Handler;
-use {{crate_name}}::inbox::{Inbox, Policy, StorageError};
-use {{crate_name}}::pipeline::{self, Options, Report};
+use {{crate_name}}::inbox::{Inbox, StorageError};
+use {{crate_name}}::pipeline::{self, Report};
 use {{crate_name}}::source::{Source, Stop};
-use {{crate_name}}::store::Store;
 
-use support::database::Fixture;
+use support::consume::{in_process_options, real_inbox};
 use support::nats::proxy::{SettleCounts, SettleProxy, Withhold, withhold_nothing};
 use support::nats::unconfirmed::FireAndForget;
 use support::nats::{Broker, nats_address};
@@ -145,11 +143,7 @@ where
         }
     });
     let stop = Arc::new(Stop::default());
-    let options = Options {
-        workers: 4,
-        batch_size: 16,
-        ..Options::default()
-    };
+    let options = in_process_options();
     let run = broker.spawn(pipeline::run_until(
         source,
         handlers,
@@ -181,14 +175,6 @@ where
     }
 }
 
-/// The real inbox of `fixture`'s database, for [`consume_until_drained`].
-fn real_inbox(
-    fixture: &Fixture,
-    policy: Policy,
-) -> impl Fn() -> Result<<Database as Store>::Inbox, StorageError> + Send + Sync + 'static {
-    let database = fixture.database();
-    move || database.inbox(policy)
-}
 
 mod acks;
 mod duplicates;

@@ -2,15 +2,16 @@
 //! restarted, and stopped with SIGTERM (it finishes and acknowledges what
 //! it took, then exits 0).
 
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::Duration;
 
 use {{crate_name}}::pipeline::PROGRESS_LINE;
 
 use crate::PATIENCE;
+use crate::support::consume::consume_to_the_end;
 use crate::support::database::Fixture;
 use crate::support::harness::{Prng, RealInbox, assert_applied_once, fixture_for, inbox_rows};
-use crate::support::kill::{kill_at_progress, signal_at_progress, stop_and_collect};
+use crate::support::kill::{kill_at_progress, signal_at_progress};
 use crate::support::nats::proxy::{SettleProxy, withhold_nothing};
 use crate::support::nats::{Broker, nats_address, nats_url};
 use crate::support::subjects::{DebitSubject, NotifySubject, payments};
@@ -41,28 +42,6 @@ pub fn redelivered(summary: &str) -> u64 {
     field(summary, "redelivered")
 }
 
-/// Runs `consume` until the stream is worked through, then stops it with
-/// SIGTERM; returns its summary line.
-pub fn consume_to_the_end(fixture: &Fixture, broker: &Broker) -> String {
-    let child = consume(fixture, broker)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start consume");
-    assert!(
-        broker.drained(DURABLE, PATIENCE),
-        "consume did not finish the stream"
-    );
-    let ended = stop_and_collect(child, PROGRESS_LINE, libc::SIGTERM);
-    assert!(
-        ended.status.success(),
-        "consume ended with {}:\n{}",
-        ended.status,
-        ended.other_output
-    );
-    ended.stdout
-}
-
 #[test]
 fn consume_killed_mid_run_and_restarted_ends_once_only() {
     let broker = Broker::new();
@@ -88,7 +67,9 @@ fn consume_killed_mid_run_and_restarted_ends_once_only() {
         );
     }
     println!("kills landed mid-run: {KILLS} of {KILLS}");
-    let summary = consume_to_the_end(&fixture, &broker);
+    let summary = consume_to_the_end(consume(&fixture, &broker), || {
+        broker.drained(DURABLE, PATIENCE)
+    });
     println!("after 4 kills: {summary}");
     assert!(
         redelivered(&summary) > 0,

@@ -31,15 +31,13 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use {{crate_name}}::database::Database;
 use {{crate_name}}::handler::Handler;
-use {{crate_name}}::inbox::{Inbox, Policy, StorageError};
-use {{crate_name}}::pipeline::{self, Options, Report};
+use {{crate_name}}::inbox::{Inbox, StorageError};
+use {{crate_name}}::pipeline::{self, Report};
 use {{crate_name}}::source::kafka::Counts;
 use {{crate_name}}::source::{Source, Stop};
-use {{crate_name}}::store::Store;
 
-use support::database::Fixture;
+use support::consume::{in_process_options, real_inbox};
 use support::kafka::Broker;
 use support::kafka::broken::{BrokenSource, Mistake};
 
@@ -111,11 +109,7 @@ impl Running {
             }
         };
         let stop = Arc::new(Stop::default());
-        let pipeline_options = Options {
-            workers: 4,
-            batch_size: 16,
-            ..Options::default()
-        };
+        let pipeline_options = in_process_options();
         let run = broker.spawn(pipeline::run_until(
             source,
             handlers,
@@ -202,15 +196,6 @@ where
         "the consumer did not commit the whole topic in {PATIENCE:?}: {seen:?}"
     );
     seen
-}
-
-/// The real inbox of `fixture`'s database.
-fn real_inbox(
-    fixture: &Fixture,
-    policy: Policy,
-) -> impl Fn() -> Result<<Database as Store>::Inbox, StorageError> + Send + Sync + 'static {
-    let database = fixture.database();
-    move || database.inbox(policy)
 }
 
 mod duplicates;

@@ -4,15 +4,16 @@
 //! stopped with SIGTERM (it finishes and commits the offsets of what it
 //! took, then exits 0).
 
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 use {{crate_name}}::pipeline::PROGRESS_LINE;
 
 use crate::PATIENCE;
+use crate::support::consume::consume_to_the_end;
 use crate::support::database::Fixture;
 use crate::support::harness::{Prng, RealInbox, assert_applied_once, fixture_for, inbox_rows};
 use crate::support::kafka::Broker;
-use crate::support::kill::{hold_at_progress, signal_at_progress, stop_and_collect};
+use crate::support::kill::{hold_at_progress, signal_at_progress};
 use crate::support::subjects::{DebitSubject, payments};
 use crate::support::summary::field;
 
@@ -78,18 +79,10 @@ fn consume_killed_before_its_offset_commit_and_restarted_ends_once_only() {
         before_commit > 0,
         "no kill landed between a transaction and its offset commit"
     );
-    let child = consume(&fixture, &broker)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start consume");
-    assert!(
-        broker.drained(GROUP, PATIENCE),
-        "consume did not commit the topic"
-    );
-    let ended = stop_and_collect(child, PROGRESS_LINE, libc::SIGTERM);
-    assert!(ended.status.success(), "{}", ended.other_output);
-    let summary = ended.stdout.trim();
+    let summary = consume_to_the_end(consume(&fixture, &broker), || {
+        broker.drained(GROUP, PATIENCE)
+    });
+    let summary = summary.trim();
     println!("after {KILLS} kills: {summary}");
     assert!(
         field(summary, "duplicate") > 0,

@@ -13,6 +13,7 @@
 
 pub mod broken;
 pub mod collector;
+pub mod consume;
 pub mod debit_variant;
 pub mod figures;
 pub mod harness;
