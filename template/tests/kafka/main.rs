@@ -16,6 +16,8 @@
 //! * `rebalance`: a second member joins while the first has records in
 //!   its workers' hands: they finish and commit before the partitions
 //!   move, so nothing comes twice;
+//! * `health`: the metrics' pending count is the group's uncommitted
+//!   records, and a stopped broker makes the consumer unready;
 //! * `relay`: the outbox produced to a topic, keyed, acknowledged;
 //! * `teeth`: known-broken sources (offsets committed before the database,
 //!   the highest settled offset committed, the id taken from the offset),
@@ -200,6 +202,7 @@ where
 
 mod duplicates;
 mod group;
+mod health;
 mod offsets;
 mod poison;
 mod processes;

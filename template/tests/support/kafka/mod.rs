@@ -71,6 +71,12 @@ impl Broker {
         self.server.bootstrap()
     }
 
+    /// Stops the broker process (for outage tests); nothing answers at
+    /// [`Self::bootstrap`] after this.
+    pub fn stop(&mut self) {
+        self.server.stop();
+    }
+
     /// Runs `work` on this broker's runtime.
     pub fn block_on<T>(&self, work: impl std::future::Future<Output = T>) -> T {
         self.runtime.block_on(work)

@@ -75,12 +75,17 @@ impl OwnBroker {
     pub fn bootstrap(&self) -> String {
         format!("127.0.0.1:{}", self.port)
     }
+
+    /// Kills it and waits until it is gone: its port refuses from then on.
+    pub fn stop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
 }
 
 impl Drop for OwnBroker {
     fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        self.stop();
     }
 }
 
