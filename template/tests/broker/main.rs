@@ -175,7 +175,6 @@ where
     }
 }
 
-
 mod acks;
 mod duplicates;
 mod health;
