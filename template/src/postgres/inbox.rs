@@ -11,7 +11,9 @@
 //! the same message waits for the first one's transaction, then finds the
 //! row taken, or free if the first rolled back. Each new delivery's handler
 //! then runs under a SAVEPOINT; a failing one rolls back to it, gives its
-//! claim back, and is counted after that (see `poison.rs`).
+//! claim back, and is counted after that (see `poison.rs`). A batch whose
+//! claim took nothing (all duplicates, the second worker's case) wrote
+//! nothing, so its `COMMIT` is sent without waiting for the answer.
 //!
 //! Serialization failures and deadlocks are not anyone's fault: the whole
 //! batch is retried with backoff, and never reported as a duplicate or a
@@ -119,8 +121,16 @@ impl PgInbox {
         let Connection { client, statements } = self.connection()?;
         client.begin();
         let committed = BatchTx::claim(client, statements, batch, policy)
-            .and_then(|mut work| work.deliver_all(batch))
-            .and_then(|outcomes| client.commit().map(|()| outcomes));
+            .and_then(|mut work| Ok((work.deliver_all(batch)?, work.claimed_nothing)))
+            .and_then(|(outcomes, claimed_nothing)| {
+                if claimed_nothing {
+                    // All duplicates: nothing ran after the claim.
+                    client.commit_unawaited();
+                } else {
+                    client.commit()?;
+                }
+                Ok(outcomes)
+            });
         client.rollback();
         committed
     }
@@ -200,6 +210,9 @@ struct BatchTx<'a> {
     claimed: HashSet<(String, String)>,
     /// Given back by a failed delivery: a later copy claims again.
     given_back: HashSet<(String, String)>,
+    /// Whether the claim found every delivery a duplicate, so that the
+    /// transaction writes nothing.
+    claimed_nothing: bool,
     in_savepoint: bool,
 }
 
@@ -213,12 +226,13 @@ impl<'a> BatchTx<'a> {
         let received_at = unix_millis(SystemTime::now());
         let consumers: Vec<&str> = batch.iter().map(|d| d.handler.consumer()).collect();
         let ids: Vec<&str> = batch.iter().map(|d| d.message.id.as_str()).collect();
-        let claimed = tx
+        let claimed: HashSet<_> = tx
             .query(&statements.claim_all, &[&consumers, &ids, &received_at])?
             .iter()
             .map(|row| (row.get(0), row.get(1)))
             .collect();
         Ok(Self {
+            claimed_nothing: claimed.is_empty(),
             tx,
             statements,
             received_at,

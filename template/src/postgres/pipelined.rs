@@ -206,6 +206,35 @@ impl Pipelined {
         Ok(())
     }
 
+    /// Commits a transaction that wrote nothing (a batch of duplicates)
+    /// without waiting for the answer, which the connection reads and
+    /// drops when it comes.
+    ///
+    /// There is nothing to lose: the transaction holds no row and no
+    /// error (its only statement answered), so its `COMMIT` cannot fail
+    /// but with the connection, which the next statement then finds
+    /// broken. It is written to the socket now, not deferred to the next
+    /// batch: a transaction left open between batches would hold its lock
+    /// on the inbox for as long as the consumer waits for messages, and
+    /// lock out every `TRUNCATE`, `ALTER TABLE` and migration meanwhile.
+    pub fn commit_unawaited(&mut self) {
+        let client = self.client.as_ref().expect("open until dropped");
+        let sql = std::mem::take(&mut self.deferred) + "COMMIT";
+        self.runtime.block_on(async {
+            let mut commit = std::pin::pin!(client.batch_execute(&sql));
+            // The first poll queues the request on the connection, ahead
+            // of any later one; the answer is not awaited.
+            std::future::poll_fn(|context| {
+                let _ = commit.as_mut().poll(context);
+                std::task::Poll::Ready(())
+            })
+            .await;
+            // Lets the connection's task run and write it.
+            tokio::task::yield_now().await;
+        });
+        self.in_transaction = false;
+    }
+
     /// Rolls the transaction back, dropping what was deferred. An error is
     /// ignored: the transaction ends either way (a broken connection takes
     /// it with it).

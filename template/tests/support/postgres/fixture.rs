@@ -20,7 +20,9 @@ use std::sync::{Arc, Mutex};
 
 use postgres::Client;
 
-use {{crate_name}}::database::{Database, PgInbox, PgTables, Settings, TableStatements};
+use {{crate_name}}::database::{
+    Database, PgInbox, PgTables, Pipelined, Settings, TableStatements,
+};
 use {{crate_name}}::handler::Handler;
 use {{crate_name}}::handlers::Tables;
 use {{crate_name}}::inbox::{
@@ -295,14 +297,15 @@ impl Fixture {
     /// that is always rolled back: a fresh database for every call, without
     /// the cost of creating one. The tables are temporary ones of a single
     /// connection kept for the whole test process, so nothing outlives it.
-    pub fn scratch<T>(work: impl FnOnce(&mut Scratch<'_, '_>) -> T) -> T {
-        static SCRATCH: Mutex<Option<(Client, TableStatements)>> = Mutex::new(None);
+    pub fn scratch<T>(work: impl FnOnce(&mut Scratch<'_>) -> T) -> T {
+        static SCRATCH: Mutex<Option<(Pipelined, TableStatements)>> = Mutex::new(None);
         let mut scratch = SCRATCH
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
         let (client, statements) = scratch.get_or_insert_with(|| {
-            let mut client = Client::connect(&server_url(), postgres::NoTls)
-                .unwrap_or_else(|error| panic!("{error}\n{NO_SERVER}"));
+            let config = server_url().parse().expect("a valid DATABASE_URL");
+            let mut client =
+                Pipelined::connect(&config).unwrap_or_else(|error| panic!("{error}\n{NO_SERVER}"));
             client
                 .batch_execute("SET search_path = pg_temp")
                 .expect("temporary tables");
@@ -310,11 +313,13 @@ impl Fixture {
             let statements = TableStatements::prepare(&mut client).expect("prepare");
             (client, statements)
         });
-        let mut tx = client.transaction().expect("begin");
-        work(&mut Scratch {
-            tx: &mut tx,
+        client.begin();
+        let result = work(&mut Scratch {
+            tx: client,
             statements,
-        })
+        });
+        client.rollback();
+        result
     }
 
     /// The database, as the consumer opens it.
@@ -423,23 +428,28 @@ impl Drop for Fixture {
 }
 
 /// A scratch database's tables, in a transaction that will be rolled back.
-pub struct Scratch<'s, 'c> {
-    tx: &'s mut postgres::Transaction<'c>,
+pub struct Scratch<'s> {
+    /// In a transaction that is always rolled back.
+    tx: &'s mut Pipelined,
     statements: &'s TableStatements,
 }
 
-impl Scratch<'_, '_> {
+impl Scratch<'_> {
     /// Runs `step` under a savepoint: if it returns an error, what it wrote
-    /// is rolled back and the rest stays.
+    /// is rolled back and the rest stays. The savepoint, its release or
+    /// its rollback go out with the next statement, so a step costs the
+    /// round trips of its own statements only.
     pub fn attempt<E>(
         &mut self,
         step: impl FnOnce(&mut dyn Tables) -> Result<(), E>,
     ) -> Result<(), E> {
-        let mut savepoint = self.tx.transaction().expect("savepoint");
-        let result = step(&mut PgTables::new(&mut savepoint, self.statements));
-        if result.is_ok() {
-            savepoint.commit().expect("release the savepoint");
-        }
+        self.tx.defer("SAVEPOINT step");
+        let result = step(&mut PgTables::new(self.tx, self.statements));
+        self.tx.defer(if result.is_ok() {
+            "RELEASE SAVEPOINT step"
+        } else {
+            "ROLLBACK TO SAVEPOINT step; RELEASE SAVEPOINT step"
+        });
         result
     }
 
