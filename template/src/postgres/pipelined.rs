@@ -206,9 +206,9 @@ impl Pipelined {
         Ok(())
     }
 
-    /// Commits a transaction that wrote nothing (a batch of duplicates)
-    /// without waiting for the answer, which the connection reads and
-    /// drops when it comes.
+    /// Commits a transaction that wrote and locked nothing (a batch of
+    /// duplicates, a relay's take that found no row) without waiting for
+    /// the answer, which the connection reads and drops when it comes.
     ///
     /// There is nothing to lose: the transaction holds no row and no
     /// error (its only statement answered), so its `COMMIT` cannot fail

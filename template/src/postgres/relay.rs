@@ -8,8 +8,9 @@
 //! and its locks with it).
 //!
 //! The connection is pipelined ([`Pipelined`]): `BEGIN` travels with the
-//! take, and the transaction that marks rows sent commits without waiting
-//! for its WAL to reach the disk (`synchronous_commit = off`). Losing that
+//! take (a take that finds nothing ends without waiting for its answer),
+//! and the transaction that marks rows sent commits without waiting for
+//! its WAL to reach the disk (`synchronous_commit = off`). Losing that
 //! commit to a server crash loses only the marks, and a row not marked sent
 //! is sent again, which the relay already allows for (a relay can die
 //! between sending and marking, too): receivers deduplicate on the
@@ -79,7 +80,8 @@ impl Queue for PgQueue {
         self.client.begin();
         let rows = self.client.query(&self.due, &[&now, &(limit as i64)])?;
         if rows.is_empty() {
-            self.client.rollback();
+            // It locked nothing: ended without waiting for the answer.
+            self.client.commit_unawaited();
         }
         Ok(rows
             .iter()
