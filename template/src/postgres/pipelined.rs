@@ -218,8 +218,9 @@ impl Pipelined {
     /// on the inbox for as long as the consumer waits for messages, and
     /// lock out every `TRUNCATE`, `ALTER TABLE` and migration meanwhile.
     pub fn commit_unawaited(&mut self) {
+        self.defer("COMMIT");
+        let sql = std::mem::take(&mut self.deferred);
         let client = self.client.as_ref().expect("open until dropped");
-        let sql = std::mem::take(&mut self.deferred) + "COMMIT";
         self.runtime.block_on(async {
             let mut commit = std::pin::pin!(client.batch_execute(&sql));
             // The first poll queues the request on the connection, ahead
