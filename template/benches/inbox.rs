@@ -50,7 +50,9 @@ use support::database::Fixture;
 use support::database::bench::{self, Reference};
 use support::debit_variant::DebitVariant;
 use support::figures::{median, thousands};
-use support::harness::{RealInbox, env_number, play_parallel, play_parallel_meeting_once};
+use support::harness::{
+    RealInbox, env_number, parallel_judged, play_parallel, play_parallel_meeting_once,
+};
 use support::raw::Raw;
 use support::relay_rates::relay_table;
 use support::subjects::DebitSubject;
@@ -389,8 +391,7 @@ fn scenario_table(iterations: usize, reference: Option<&Reference>) {
     measure(
         "Rust, the same round judged against model and oracle",
         &|| {
-            play_parallel(&debit, &RealInbox::ONE_PER_TRANSACTION, 4, 50)
-                .judge(&debit)
+            parallel_judged(&debit, &RealInbox::ONE_PER_TRANSACTION, 4, 50, 1, 0)
                 .expect("the real inbox passes");
         },
     );

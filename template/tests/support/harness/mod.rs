@@ -53,7 +53,7 @@ use crate::support::database::Fixture;
 /// ([`Subject::repeat`]), each used for what it means.
 pub trait Subject: Sync {
     /// The part of the database the handler owns, read back for comparison.
-    type State: PartialEq + Debug;
+    type State: PartialEq + Debug + Send;
 
     fn handler(&self) -> Arc<dyn Handler>;
     /// Business state every scenario starts from (e.g. an account with 1,000).

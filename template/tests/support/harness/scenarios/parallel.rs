@@ -12,7 +12,7 @@ use {{crate_name}}::pipeline::Summary;
 use super::deliver_all;
 use crate::support::harness::judge::observe;
 use crate::support::harness::{
-    InboxUnderTest, Play, Subject, Violation, env_number, facts, fixture_for,
+    Expected, InboxUnderTest, Play, Subject, Violation, env_number, facts, fixture_for,
 };
 
 /// Rounds the judged parallel scenario plays at least, unless
@@ -85,8 +85,7 @@ fn play_rounds<S: Subject>(
     let mut played = 0;
     while played < rounds || (raced < raced_slices && played < MAX_ROUNDS) {
         played += 1;
-        let single = rounds == 1 && raced_slices == 0;
-        let batch = round_messages(subject, count, (!single).then_some(played));
+        let batch = round_messages(subject, count, numbered(rounds, raced_slices, played));
         let barrier = Barrier::new(workers);
         let slices: Vec<AtomicUsize> = batch.chunks(slice).map(|_| AtomicUsize::new(0)).collect();
         let raced_now = AtomicUsize::new(0);
@@ -135,6 +134,13 @@ fn play_rounds<S: Subject>(
     }
 }
 
+/// The number `round`'s message ids carry, if any: none when a lone round
+/// is all there is to play.
+fn numbered(rounds: usize, raced_slices: usize, round: usize) -> Option<usize> {
+    let single = rounds == 1 && raced_slices == 0;
+    (!single).then_some(round)
+}
+
 /// New facts for one round, under ids prefixed with the round's number so
 /// that rounds never overlap (a lone round's are the plain `m-...`).
 fn round_messages<S: Subject>(subject: &S, count: usize, round: Option<usize>) -> Vec<Message> {
@@ -146,6 +152,13 @@ fn round_messages<S: Subject>(subject: &S, count: usize, round: Option<usize>) -
 /// database (more while fewer than [`RACED_SLICES`] slices raced), then
 /// every message must be applied once with no failure (a contended lock is
 /// not a failure).
+///
+/// The messages of the rounds it plays at least are known before they are
+/// played, so what they must give (the model, and once-only on a database
+/// of its own) is worked out on another thread meanwhile: the workers spend
+/// most of a round waiting for each other and for the server, and the
+/// stress loop repeats this scenario thousands of times. A play that needed
+/// more rounds is judged afresh, on every message it played.
 pub fn parallel<S: Subject>(
     subject: &S,
     inbox: &dyn InboxUnderTest,
@@ -154,5 +167,30 @@ pub fn parallel<S: Subject>(
 ) -> Result<Play<S::State>, Violation> {
     let rounds = env_number("PARALLEL_ROUNDS", PARALLEL_ROUNDS as u64).max(1) as usize;
     let raced = env_number("PARALLEL_RACED_SLICES", RACED_SLICES as u64) as usize;
-    play_rounds(subject, inbox, workers, count, SLICE, rounds, raced).judge(subject)
+    parallel_judged(subject, inbox, workers, count, rounds, raced)
+}
+
+/// [`parallel`] with its rounds given: at least `rounds`, and more until
+/// `raced` slices raced. `(1, 0)` is one iteration of the stress loop.
+pub fn parallel_judged<S: Subject>(
+    subject: &S,
+    inbox: &dyn InboxUnderTest,
+    workers: usize,
+    count: usize,
+    rounds: usize,
+    raced: usize,
+) -> Result<Play<S::State>, Violation> {
+    let planned: Vec<Message> = (1..=rounds)
+        .flat_map(|round| round_messages(subject, count, numbered(rounds, raced, round)))
+        .collect();
+    std::thread::scope(|scope| {
+        let expected = scope.spawn(|| Expected::of(subject, &planned));
+        let play = play_rounds(subject, inbox, workers, count, SLICE, rounds, raced);
+        let expected = expected.join().expect("the expectation's thread");
+        if play.messages == planned {
+            play.judge_against(&expected?)
+        } else {
+            play.judge(subject)
+        }
+    })
 }
