@@ -15,6 +15,7 @@ use {{crate_name}}::source::BrokerProbe;
 use crate::PATIENCE;
 use crate::processes::{DURABLE, consume_at};
 use crate::support::harness::{RealInbox, assert_applied_once, fixture_for};
+use crate::support::kill::Running;
 use crate::support::metrics::{get, scrape, series, served_at};
 use crate::support::nats::Broker;
 use crate::support::nats::server::OwnServer;
@@ -73,19 +74,6 @@ fn a_probe_of_a_stopped_server_says_unreachable_and_the_gauge_keeps_its_value() 
     assert_eq!(series(&text, "broker_probe_failures_total")[""], 1.0);
 }
 
-/// A child process that is killed if the test fails before it ends (a
-/// `consume` left running would keep its database and ports).
-struct Running(Child);
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        if matches!(self.0.try_wait(), Ok(None)) {
-            let _ = self.0.kill();
-            let _ = self.0.wait();
-        }
-    }
-}
-
 /// Lines of a child's stderr, read on a thread of their own (so that the
 /// child never blocks on a full pipe while the test waits elsewhere).
 fn stderr_lines(child: &mut Child) -> Receiver<String> {
@@ -129,15 +117,13 @@ fn readiness_follows_the_broker_away_and_back() {
     let messages = payments(2);
     let [first, second] = [&messages[0], &messages[1]];
     broker.publish(first, first.id.as_str());
-    let mut consume = Running(
+    let mut consume = Running::start(
         consume_at(&fixture, &broker, &server.url())
             .args(["--metrics-addr", "127.0.0.1:0"])
             .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("start consume"),
+            .stderr(Stdio::piped()),
     );
-    let stderr = stderr_lines(&mut consume.0);
+    let stderr = stderr_lines(consume.child());
     let addr = served_at(stderr.iter()).expect("consume printed no metrics address");
     next_commit(&stderr);
     assert_eq!(get(&addr, "/health/ready"), (200, "ready\n".to_owned()));
@@ -163,11 +149,11 @@ fn readiness_follows_the_broker_away_and_back() {
         broker.drained(DURABLE, PATIENCE),
         "consume did not finish the stream after the outage"
     );
-    let pid = libc::pid_t::try_from(consume.0.id()).expect("a pid");
+    let pid = libc::pid_t::try_from(consume.child().id()).expect("a pid");
     // SAFETY: `kill` only sends a signal, to a child not yet reaped.
     let signalled = unsafe { libc::kill(pid, libc::SIGTERM) };
     assert_eq!(signalled, 0);
-    let status = consume.0.wait().expect("consume exits");
+    let status = consume.child().wait().expect("consume exits");
     assert!(status.success(), "consume ended with {status}");
     assert_applied_once(&fixture, &debit, &messages);
 }

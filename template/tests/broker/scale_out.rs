@@ -9,7 +9,7 @@ use {{crate_name}}::pipeline::PROGRESS_LINE;
 use crate::PATIENCE;
 use crate::processes::{consume, redelivered};
 use crate::support::harness::{Prng, RealInbox, assert_applied_once, fixture_for, inbox_rows};
-use crate::support::kill::{hold_at_progress, stop_and_collect};
+use crate::support::kill::{Running, hold_at_progress, stop_and_collect};
 use crate::support::nats::Broker;
 use crate::support::subjects::{DebitSubject, NotifySubject, payments};
 
@@ -32,11 +32,11 @@ fn three_processes_share_one_consumer_and_survive_a_kill() {
         .unwrap_or_else(|ended| panic!("consume ended before commit {after}: {ended:?}"));
     let survivors: Vec<_> = (0..2)
         .map(|_| {
-            consume(&fixture, &broker)
-                .stdout(Stdio::piped())
-                .stderr(Stdio::piped())
-                .spawn()
-                .expect("start consume")
+            Running::start(
+                consume(&fixture, &broker)
+                    .stdout(Stdio::piped())
+                    .stderr(Stdio::piped()),
+            )
         })
         .collect();
     let killed = held.kill();

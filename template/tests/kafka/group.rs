@@ -15,6 +15,7 @@ use crate::processes::{GROUP, committed, consume};
 use crate::support::database::Fixture;
 use crate::support::harness::{Prng, RealInbox, fixture_for, inbox_rows};
 use crate::support::kafka::Broker;
+use crate::support::kill::{Running, hold_at_progress, stop_and_collect};
 use crate::support::subjects::DebitSubject;
 use crate::support::summary::field;
 
@@ -30,9 +31,8 @@ fn three_processes_in_one_group_survive_a_kill() {
     // The process to kill starts first and takes every partition; it is
     // held right after one of its first transactions.
     let after = 1 + Prng::from_env("GROUP_KILL_SEED").below(4);
-    let held =
-        crate::support::kill::hold_at_progress(consume(&fixture, &broker), PROGRESS_LINE, after)
-            .unwrap_or_else(|ended| panic!("consume ended before commit {after}: {ended:?}"));
+    let held = hold_at_progress(consume(&fixture, &broker), PROGRESS_LINE, after)
+        .unwrap_or_else(|ended| panic!("consume ended before commit {after}: {ended:?}"));
     let (applied, offsets) = (inbox_rows(&fixture, "debit") as u64, committed(&broker));
     assert!(
         applied > offsets,
@@ -40,11 +40,11 @@ fn three_processes_in_one_group_survive_a_kill() {
     );
     let survivors: Vec<_> = (0..2)
         .map(|_| {
-            consume(&fixture, &broker)
-                .stdout(Stdio::piped())
-                .stderr(Stdio::piped())
-                .spawn()
-                .expect("start consume")
+            Running::start(
+                consume(&fixture, &broker)
+                    .stdout(Stdio::piped())
+                    .stderr(Stdio::piped()),
+            )
         })
         .collect();
     let killed = held.kill();
@@ -57,7 +57,7 @@ fn three_processes_in_one_group_survive_a_kill() {
     );
     let mut summaries = Vec::new();
     for child in survivors {
-        let ended = crate::support::kill::stop_and_collect(child, PROGRESS_LINE, libc::SIGTERM);
+        let ended = stop_and_collect(child, PROGRESS_LINE, libc::SIGTERM);
         assert!(ended.status.success(), "{}", ended.other_output);
         summaries.push(ended.stdout.trim().to_owned());
     }

@@ -7,6 +7,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::outbox_with;
+use crate::support::kill::Running;
 use crate::support::metrics::{scrape, series, served_at};
 
 /// The longest a relay may take to send a few dozen rows before the test
@@ -18,19 +19,21 @@ fn a_scrape_of_a_running_relay_counts_its_sends_and_the_backlog_left() {
     let fixture = outbox_with(20);
     let rows = 40.0;
     let folder = tempfile::tempdir().unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_{{project-name}}"))
-        .args(fixture.cli_args())
-        .args(["relay", "send", "--batch-size", "7", "--output"])
-        .arg(folder.path().join("sent.jsonl"))
-        .args(["--metrics-addr", "127.0.0.1:0"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start the relay");
+    // Killed if the test fails before it stops the relay, which would
+    // otherwise take the rows of the next test on this schema.
+    let mut relay = Running::start(
+        Command::new(env!("CARGO_BIN_EXE_{{project-name}}"))
+            .args(fixture.cli_args())
+            .args(["relay", "send", "--batch-size", "7", "--output"])
+            .arg(folder.path().join("sent.jsonl"))
+            .args(["--metrics-addr", "127.0.0.1:0"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped()),
+    );
     // Its stderr is closed once the address is read: stopping must work
     // all the same (the signal task once panicked on a closed stderr, and
     // the relay never stopped).
-    let stderr = BufReader::new(child.stderr.take().expect("stderr"));
+    let stderr = BufReader::new(relay.child().stderr.take().expect("stderr"));
     let addr =
         served_at(stderr.lines().map_while(Result::ok)).expect("the relay printed where it serves");
 
@@ -46,30 +49,33 @@ fn a_scrape_of_a_running_relay_counts_its_sends_and_the_backlog_left() {
         if counted >= rows {
             break;
         }
-        if started.elapsed() >= HUNG {
-            let _ = child.kill();
-            panic!("the relay hung:\n{text}");
-        }
+        assert!(started.elapsed() < HUNG, "the relay hung:\n{text}");
         std::thread::sleep(Duration::from_millis(10));
     }
     let text = scrape(&addr);
 
-    // SIGTERM first, so that a failed assertion below never leaves the
-    // relay running (it would take the rows of the next test on this
-    // schema): the relay stops and prints what it did.
-    // SAFETY: kill() only sends a signal to the child, which is ours.
+    // SIGTERM: the relay stops and prints what it did.
+    // SAFETY: kill() only sends a signal to the child, ours and not reaped.
     unsafe {
-        libc::kill(child.id() as i32, libc::SIGTERM);
+        libc::kill(relay.child().id() as i32, libc::SIGTERM);
     }
     let stopping = Instant::now();
-    while child.try_wait().expect("the relay's status").is_none() {
-        if stopping.elapsed() > HUNG {
-            let _ = child.kill();
-            panic!("the relay did not stop on SIGTERM");
-        }
+    while relay
+        .child()
+        .try_wait()
+        .expect("the relay's status")
+        .is_none()
+    {
+        assert!(
+            stopping.elapsed() < HUNG,
+            "the relay did not stop on SIGTERM"
+        );
         std::thread::sleep(Duration::from_millis(10));
     }
-    let output = child.wait_with_output().expect("the relay ends");
+    let output = relay
+        .into_child()
+        .wait_with_output()
+        .expect("the relay ends");
     let sends = series(&text, "relay_notifications_total");
     assert_eq!(sends.get(r#"outcome="sent""#), Some(&rows), "{text}");
     assert_eq!(sends.values().sum::<f64>(), rows, "sent twice?\n{text}");

@@ -16,6 +16,7 @@
 use std::collections::BTreeMap;
 use std::io::{BufWriter, Write};
 use std::path::Path;
+use std::process::{Command, Stdio};
 
 use {{crate_name}}::inbox::{DeadLetters, Policy};
 use {{crate_name}}::pipeline::PROGRESS_LINE;
@@ -24,7 +25,7 @@ use {{crate_name}}::store::Store;
 use crate::consumer;
 use crate::support::database::Fixture;
 use crate::support::harness::{Prng, env_number, inbox_rows};
-use crate::support::kill::kill_at_progress;
+use crate::support::kill::{Running, kill_at_progress};
 
 const LINES: u64 = 10_000;
 const ACCOUNTS: i64 = 7;
@@ -135,4 +136,33 @@ fn crash_kill_at_progress_points_then_finish_gives_the_once_only_state() {
         "crash test: survived {kills} kills; {distinct} messages, {} notifications, integrity ok",
         notifications.len()
     );
+}
+
+/// Whether a process with this pid exists (running, stopped or a zombie).
+fn exists(pid: libc::pid_t) -> bool {
+    // SAFETY: signal 0 only asks whether the pid exists.
+    unsafe { libc::kill(pid, 0) == 0 }
+}
+
+#[test]
+fn a_process_a_test_did_not_stop_is_killed_with_it() {
+    // Stands for a `consume` or a relay started by a test that fails
+    // before stopping it: the failure unwinds, dropping what the test
+    // held, and without the kill the process would run on, taking later
+    // tests' work.
+    let mut started = Running::start(
+        Command::new("sleep")
+            .arg("600")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null()),
+    );
+    let pid = libc::pid_t::try_from(started.child().id()).expect("a pid");
+    assert!(exists(pid));
+    drop(started);
+    let outlived = exists(pid);
+    if outlived {
+        // SAFETY: our own child, never reaped (the guard did not wait).
+        unsafe { libc::kill(pid, libc::SIGKILL) };
+    }
+    assert!(!outlived, "process {pid} outlived the test that started it");
 }

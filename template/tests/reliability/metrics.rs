@@ -3,7 +3,7 @@
 //! are caught by the same check.
 
 use std::io::{BufRead, BufReader, Cursor, Lines, Write};
-use std::process::{Child, ChildStderr, Command, Stdio};
+use std::process::{ChildStderr, Command, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
@@ -21,6 +21,7 @@ use {{crate_name}}::store::Store;
 
 use crate::support::broken::{DuplicatesCountedAsApplied, RollbacksNotCounted};
 use crate::support::database::Fixture;
+use crate::support::kill::Running;
 use crate::support::metrics::{
     DASHBOARD, DELIVERIES, dashboard_gaps, dashboard_series, disagreement, get, parse_summary,
     scrape, series, served_at,
@@ -74,7 +75,8 @@ fn follow_progress(stderr: &mut Lines<BufReader<ChildStderr>>, count: usize) -> 
 
 /// A `run` reading standard input, serving metrics, printing progress.
 struct Served {
-    child: Child,
+    /// Killed if the test fails first.
+    child: Running,
     stderr: Lines<BufReader<ChildStderr>>,
     /// Where it serves: `127.0.0.1:port`.
     addr: String,
@@ -84,16 +86,16 @@ struct Served {
 /// standard input with `options` that serves metrics on a free port, and
 /// reads the port it printed.
 fn served(mut command: Command, options: &[&str]) -> Served {
-    let mut child = command
-        .args(["run", "--metrics-addr", "127.0.0.1:0", "--progress-lines"])
-        .args(options)
-        .arg("-")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start the consumer");
-    let mut stderr = BufReader::new(child.stderr.take().expect("stderr")).lines();
+    let mut child = Running::start(
+        command
+            .args(["run", "--metrics-addr", "127.0.0.1:0", "--progress-lines"])
+            .args(options)
+            .arg("-")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped()),
+    );
+    let mut stderr = BufReader::new(child.child().stderr.take().expect("stderr")).lines();
     let mut printed = String::new();
     let lines = stderr.by_ref().map_while(Result::ok).inspect(|line| {
         printed.push_str(line);
@@ -123,7 +125,7 @@ fn a_scrape_during_and_after_a_run_counts_what_its_summary_says() {
         consumer(&fixture),
         &["--batch-size", "1", "--max-attempts", "2"],
     );
-    let mut stdin = child.stdin.take().expect("stdin");
+    let mut stdin = child.child().stdin.take().expect("stdin");
     let started = Instant::now();
 
     // During: one batch per message, so the progress lines say exactly
@@ -142,7 +144,7 @@ fn a_scrape_during_and_after_a_run_counts_what_its_summary_says() {
     follow_progress(&mut stderr, second_part().len());
     let after = scrape(&addr);
     drop(stdin);
-    let output = child.wait_with_output().expect("the run ends");
+    let output = child.into_child().wait_with_output().expect("the run ends");
     let stdout = String::from_utf8_lossy(&output.stdout);
     let summary = parse_summary(stdout.lines().last().expect("a summary line"));
     assert!(
@@ -202,7 +204,7 @@ fn commit_one(served: &mut Served, database: &[String]) {
         .output()
         .expect("open an account");
     assert!(opened.status.success(), "{opened:?}");
-    let stdin = served.child.stdin.as_mut().expect("stdin");
+    let stdin = served.child.child().stdin.as_mut().expect("stdin");
     writeln!(stdin, "{}", payment("p-0", 1)).expect("write input");
     follow_progress(&mut served.stderr, 1);
 }
@@ -225,8 +227,8 @@ fn readiness_follows_the_database_away_and_back() {
 
     outage.end();
     assert_eq!(get(&addr, "/health/ready"), (200, "ready\n".to_owned()));
-    drop(run.child.stdin.take());
-    assert!(run.child.wait().expect("the run ends").success());
+    drop(run.child.child().stdin.take());
+    assert!(run.child.child().wait().expect("the run ends").success());
 }
 
 #[test]
@@ -246,8 +248,8 @@ fn not_ready_before_the_migrations() {
             "migrations not applied: no table dead_letters\n".to_owned()
         )
     );
-    drop(run.child.stdin.take());
-    assert!(run.child.wait().expect("the run ends").success());
+    drop(run.child.child().stdin.take());
+    assert!(run.child.child().wait().expect("the run ends").success());
 }
 
 /// Fails its first batch with a storage error, as an outage would.

@@ -11,7 +11,7 @@ use {{crate_name}}::pipeline::{Options, PROGRESS_LINE};
 use {{crate_name}}::store::Store;
 
 use super::database::Fixture;
-use super::kill::stop_and_collect;
+use super::kill::{Running, stop_and_collect};
 
 /// An in-process consumer's pipeline: four workers and small batches, so
 /// that a few hundred messages make many transactions and the workers
@@ -38,11 +38,7 @@ pub fn real_inbox(
 /// stops it with SIGTERM and returns its summary line. Panics, with what
 /// it printed, if `through` gave up or the process did not exit 0.
 pub fn consume_to_the_end(mut command: Command, through: impl FnOnce() -> bool) -> String {
-    let child = command
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start consume");
+    let child = Running::start(command.stdout(Stdio::piped()).stderr(Stdio::piped()));
     let finished = through();
     let ended = stop_and_collect(child, PROGRESS_LINE, libc::SIGTERM);
     assert!(

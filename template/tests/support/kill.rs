@@ -10,6 +10,11 @@
 //! Every kill then lands mid-run, on any machine, loaded or not, and a
 //! process that ended before it could be held is reported, never signalled.
 //! Every process-kill test uses this helper.
+//!
+//! A process a test starts is [`Running`] until the test has stopped it:
+//! if the test fails first, the process is killed with it. A `consume` or
+//! a relay left running would otherwise go on taking the messages and rows
+//! of the tests after it (once, in CI, one failure became four that way).
 
 use std::io::{BufRead, BufReader, Lines, Read};
 use std::os::unix::process::ExitStatusExt;
@@ -30,9 +35,50 @@ pub struct Signalled {
     pub other_output: String,
 }
 
+/// A child process that is killed and reaped if it is dropped still
+/// running: when the test that started it fails before stopping it.
+pub struct Running(Option<Child>);
+
+impl From<Child> for Running {
+    fn from(child: Child) -> Self {
+        Self(Some(child))
+    }
+}
+
+impl Running {
+    /// Starts `command`.
+    pub fn start(command: &mut Command) -> Self {
+        Self::from(command.spawn().expect("start the process"))
+    }
+
+    pub fn child(&mut self) -> &mut Child {
+        self.0.as_mut().expect("held until dropped or taken")
+    }
+
+    /// The child, no longer killed on drop: for a test that waits for it
+    /// to end by itself (`wait_with_output`).
+    pub fn into_child(mut self) -> Child {
+        self.0.take().expect("held until dropped or taken")
+    }
+}
+
+impl Drop for Running {
+    /// Kills the child only if it is still ours and running: one already
+    /// reaped (by `wait`, or by `waitpid` below: `try_wait` then fails) is
+    /// never signalled, since its pid may belong to another process now.
+    fn drop(&mut self) {
+        if let Some(child) = self.0.as_mut()
+            && matches!(child.try_wait(), Ok(None))
+        {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
 /// A process stopped right after one of its progress lines.
 pub struct Held {
-    child: Child,
+    child: Running,
     stdout: JoinHandle<String>,
     stderr: Lines<BufReader<ChildStderr>>,
     marker: String,
@@ -44,15 +90,14 @@ pub struct Held {
 /// has stopped itself right after the `after`-th line of its stderr that
 /// starts with `marker`. If it ends before that, returns how it ended.
 pub fn hold_at_progress(mut command: Command, marker: &str, after: u64) -> Result<Held, Signalled> {
-    let mut child = command
+    let child = command
         .args(["--pause-after-progress", &after.to_string()])
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start the process");
-    let stdout = collect(child.stdout.take().expect("piped stdout"));
+        .stderr(Stdio::piped());
+    let mut child = Running::start(child);
+    let stdout = collect(child.child().stdout.take().expect("piped stdout"));
     let mut held = Held {
-        stderr: BufReader::new(child.stderr.take().expect("piped stderr")).lines(),
+        stderr: BufReader::new(child.child().stderr.take().expect("piped stderr")).lines(),
         child,
         stdout,
         marker: marker.to_owned(),
@@ -65,7 +110,7 @@ pub fn hold_at_progress(mut command: Command, marker: &str, after: u64) -> Resul
             return Err(held.finish(false));
         }
     }
-    match wait_until_stopped(&held.child) {
+    match wait_until_stopped(held.child.child()) {
         None => Ok(held),
         Some(status) => Err(held.finish_with(false, status)),
     }
@@ -90,16 +135,16 @@ pub fn signal_at_progress(command: Command, marker: &str, after: u64, signal: i3
 
 impl Held {
     /// Kills the held process (SIGKILL needs no continuing) and waits for it.
-    pub fn kill(self) -> Signalled {
-        send(&self.child, libc::SIGKILL);
+    pub fn kill(mut self) -> Signalled {
+        send(self.child.child(), libc::SIGKILL);
         self.finish(true)
     }
 
     /// Sends `signal`, then SIGCONT so the process handles it, and waits for
     /// its end.
-    pub fn signal_and_go_on(self, signal: i32) -> Signalled {
-        send(&self.child, signal);
-        send(&self.child, libc::SIGCONT);
+    pub fn signal_and_go_on(mut self, signal: i32) -> Signalled {
+        send(self.child.child(), signal);
+        send(self.child.child(), libc::SIGCONT);
         self.finish(true)
     }
 
@@ -118,12 +163,15 @@ impl Held {
 
     fn finish(mut self, landed_mid_run: bool) -> Signalled {
         while self.read_line() {}
-        let status = self.child.wait().expect("reap the process");
+        let status = self.child.child().wait().expect("reap the process");
         self.finish_with(landed_mid_run, status)
     }
 
     /// `status` is the process's, already reaped.
     fn finish_with(mut self, landed_mid_run: bool, status: ExitStatus) -> Signalled {
+        // Reaped, perhaps behind std's back (`waitpid`): its pid is no
+        // longer its own, so nothing may signal it on drop.
+        drop(self.child.0.take());
         while self.read_line() {}
         Signalled {
             progress_seen: self.progress_seen,
@@ -138,11 +186,12 @@ impl Held {
 /// Sends `signal` to a running `child` and waits for it to end, collecting
 /// what it printed (its stdout and stderr must be piped). For processes
 /// that run until told to stop.
-pub fn stop_and_collect(mut child: Child, marker: &str, signal: i32) -> Signalled {
-    send(&child, signal);
-    let stdout = collect(child.stdout.take().expect("piped stdout"));
+pub fn stop_and_collect(child: impl Into<Running>, marker: &str, signal: i32) -> Signalled {
+    let mut child = child.into();
+    send(child.child(), signal);
+    let stdout = collect(child.child().stdout.take().expect("piped stdout"));
     let held = Held {
-        stderr: BufReader::new(child.stderr.take().expect("piped stderr")).lines(),
+        stderr: BufReader::new(child.child().stderr.take().expect("piped stderr")).lines(),
         child,
         stdout,
         marker: marker.to_owned(),
