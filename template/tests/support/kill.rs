@@ -39,16 +39,10 @@ pub struct Signalled {
 /// running: when the test that started it fails before stopping it.
 pub struct Running(Option<Child>);
 
-impl From<Child> for Running {
-    fn from(child: Child) -> Self {
-        Self(Some(child))
-    }
-}
-
 impl Running {
     /// Starts `command`.
     pub fn start(command: &mut Command) -> Self {
-        Self::from(command.spawn().expect("start the process"))
+        Self(Some(command.spawn().expect("start the process")))
     }
 
     pub fn child(&mut self) -> &mut Child {
@@ -64,8 +58,9 @@ impl Running {
 
 impl Drop for Running {
     /// Kills the child only if it is still ours and running: one already
-    /// reaped (by `wait`, or by `waitpid` below: `try_wait` then fails) is
-    /// never signalled, since its pid may belong to another process now.
+    /// reaped is never signalled, since its pid may belong to another
+    /// process now (std knows of a `wait`; a `waitpid` behind its back, in
+    /// [`Held`], takes the child out of the guard first).
     fn drop(&mut self) {
         if let Some(child) = self.0.as_mut()
             && matches!(child.try_wait(), Ok(None))
@@ -186,8 +181,7 @@ impl Held {
 /// Sends `signal` to a running `child` and waits for it to end, collecting
 /// what it printed (its stdout and stderr must be piped). For processes
 /// that run until told to stop.
-pub fn stop_and_collect(child: impl Into<Running>, marker: &str, signal: i32) -> Signalled {
-    let mut child = child.into();
+pub fn stop_and_collect(mut child: Running, marker: &str, signal: i32) -> Signalled {
     send(child.child(), signal);
     let stdout = collect(child.child().stdout.take().expect("piped stdout"));
     let held = Held {
