@@ -84,7 +84,7 @@ fn main() {
         let ids: Vec<String> = (0..deliveries).map(|n| format!("m-{n:08}")).collect();
         let raw = median(
             (0..REPEATS)
-                .map(|_| bench::raw_insert_rate(&Fixture::new(), &ids))
+                .map(|_| bench::raw_insert_rate(&Fixture::without_tripwires(), &ids))
                 .collect(),
         );
         throughput_table(&input, deliveries, raw);

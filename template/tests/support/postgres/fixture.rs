@@ -32,7 +32,7 @@ use {{crate_name}}::message::Message;
 use {{crate_name}}::store::Store;
 
 use super::PgRaw;
-use super::tripwires::TRIPWIRES;
+use super::tripwires::{DISARM, TRIPWIRES};
 use crate::support::harness::InboxWithLetters;
 use crate::support::proxy::Proxy;
 use crate::support::raw::Raw;
@@ -170,6 +170,15 @@ impl Fixture {
             slot: Arc::new(Mutex::new(Some(slot))),
             patched: AtomicBool::new(false),
         }
+    }
+
+    /// A schema without the tripwires, for the benchmarks: what they
+    /// measure is the consumer's own schema. Its slot is built again after
+    /// it (a schema change, as [`Fixture::execute`] makes).
+    pub fn without_tripwires() -> Self {
+        let fixture = Self::new();
+        fixture.execute(DISARM);
+        fixture
     }
 
     /// Where the fixture is, for [`Fixture::attach`] in another process.

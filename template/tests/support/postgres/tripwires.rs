@@ -103,6 +103,27 @@ BEGIN
     END LOOP;
 END $$;";
 
+/// Drops every tripwire trigger of the session's schema: it is then as
+/// the consumer's own migration leaves it, apart from the tripwires'
+/// unused tables and functions. For the benchmarks, which measure the
+/// consumer, not the triggers (each fires on every row written, armed or
+/// not). The slot is marked as built from something else, so that no
+/// later fixture reuses it, even if this process dies before dropping it.
+pub(super) const DISARM: &str = "
+DO $$
+DECLARE
+    tripwire record;
+BEGIN
+    FOR tripwire IN
+        SELECT t.tgname, c.relname FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid
+        WHERE NOT t.tgisinternal AND t.tgname LIKE '%tripwire%'
+          AND c.relnamespace = current_schema()::regnamespace
+    LOOP
+        EXECUTE format('DROP TRIGGER %I ON %I', tripwire.tgname, tripwire.relname);
+    END LOOP;
+END $$;
+UPDATE pool_slot SET tables = 'disarmed for a benchmark';";
+
 /// A transaction of another connection that holds an inbox row, claimed
 /// and not committed, until released.
 pub struct ClaimHolder {

@@ -91,6 +91,14 @@ impl Fixture {
         }
     }
 
+    /// A new database without the tripwires, for the benchmarks: what
+    /// they measure is the consumer's own schema.
+    pub fn without_tripwires() -> Self {
+        let fixture = Self::new();
+        tripwires::disarm(&fixture.database().connect().expect("connect"));
+        fixture
+    }
+
     /// Where the fixture is, for [`Fixture::attach`] in another process.
     pub fn location(&self) -> String {
         self.path.display().to_string()

@@ -86,6 +86,24 @@ pub(super) fn arm_commit_tripwire(db: &Connection) {
     }
 }
 
+/// Drops every tripwire trigger: the database is then as the consumer's
+/// own migration leaves it, apart from the tripwires' unused tables. For
+/// the benchmarks, which measure the consumer, not the triggers (each
+/// fires on every row written, armed or not).
+pub(super) fn disarm(db: &Connection) {
+    let triggers: Vec<String> = db
+        .prepare("SELECT name FROM sqlite_master WHERE type = 'trigger' AND name LIKE '%tripwire%'")
+        .expect("list the tripwires")
+        .query_map([], |row| row.get(0))
+        .expect("list the tripwires")
+        .collect::<Result<_, _>>()
+        .expect("tripwire names");
+    for trigger in triggers {
+        db.execute_batch(&format!("DROP TRIGGER \"{trigger}\""))
+            .expect("drop a tripwire");
+    }
+}
+
 /// A transaction of another connection that holds an inbox row, claimed
 /// and not committed, until released.
 pub struct ClaimHolder {
