@@ -11,6 +11,8 @@
 //! * `schedules`: generated delivery schedules (proptest) end in the
 //!   once-only state, and known-broken implementations are caught;
 //! * `hostile`: bad input is rejected line by line, nothing valid is lost;
+//! * `fixtures`: the benchmarks' databases have none of the tests'
+//!   tripwires, and the tests' databases keep theirs;
 //! * `fuzz`: the envelope parser and line reader never panic;
 //! * `crash`: `run` killed with SIGKILL again and again, then finished;
 //! * `pipes`: every command that prints exits quietly on a closed stdout;
@@ -57,6 +59,7 @@ mod crash;
 #[path = "faults_sqlite.rs"]
 {%- endif %}
 mod faults;
+mod fixtures;
 mod fuzz;
 mod hostile;
 mod metrics;
