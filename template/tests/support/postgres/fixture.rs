@@ -32,7 +32,7 @@ use {{crate_name}}::message::Message;
 use {{crate_name}}::store::Store;
 
 use super::PgRaw;
-use super::tripwires::{DISARM, TRIPWIRES};
+use super::tripwires::TRIPWIRES;
 use crate::support::harness::InboxWithLetters;
 use crate::support::proxy::Proxy;
 use crate::support::raw::Raw;
@@ -115,9 +115,9 @@ pub const SLOT_TABLE_BYTES: i64 = 1 << 20;
 /// The consumer's tables, as its migration creates them.
 const TABLES: &str = include_str!("../../../src/postgres/schema.sql");
 
-/// Empties every table of the slot in the session's schema, in one round
-/// trip, if it was built from `$1`; `false` if it was built from other
-/// tables. Deleting a few hundred rows is cheaper than TRUNCATE, which
+/// Empties every table of the slot in the session's schema and drops the
+/// tripwire triggers a test installed, in one round trip, if it was built
+/// from `$1`; `false` if it was built from other tables. Deleting a few hundred rows is cheaper than TRUNCATE, which
 /// makes new files for every table and index, but leaves them behind as
 /// dead rows until a vacuum (which a server may never run: autovacuum can
 /// be off), so a table grown past `$2` bytes is truncated.
@@ -130,6 +130,7 @@ BEGIN
     IF (SELECT tables FROM pool_slot) IS DISTINCT FROM expected THEN
         RETURN false;
     END IF;
+    PERFORM tripwires_remove();
     FOR emptied IN
         SELECT tablename FROM pg_tables
         WHERE schemaname = current_schema() AND tablename <> 'pool_slot'
@@ -143,9 +144,10 @@ BEGIN
     RETURN true;
 END $$;";
 
-/// What a slot must be built from: the tables and the tripwires.
+/// What a slot must be built from: the tables, the tripwires and its own
+/// reset (a slot whose `pool_reset` is an older one is built again too).
 fn slot_tables() -> String {
-    format!("{TABLES}\n{TRIPWIRES}")
+    format!("{TABLES}\n{TRIPWIRES}\n{RESET_SLOT}")
 }
 
 impl Fixture {
@@ -173,12 +175,11 @@ impl Fixture {
     }
 
     /// A schema without the tripwires, for the benchmarks: what they
-    /// measure is the consumer's own schema. Its slot is built again after
-    /// it (a schema change, as [`Fixture::execute`] makes).
+    /// measure is the consumer's own schema. On PostgreSQL every new
+    /// fixture is one (a tripwire's trigger is installed when a test arms
+    /// it, and dropped by the next reset).
     pub fn without_tripwires() -> Self {
-        let fixture = Self::new();
-        fixture.execute(DISARM);
-        fixture
+        Self::new()
     }
 
     /// Where the fixture is, for [`Fixture::attach`] in another process.

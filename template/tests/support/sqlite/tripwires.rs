@@ -120,6 +120,19 @@ impl ClaimHolder {
 }
 
 impl Fixture {
+    /// How many tripwire triggers this fixture's database has now.
+    pub fn tripwire_triggers(&self) -> usize {
+        let db = self.database().connect().expect("connect");
+        let installed: i64 = db
+            .query_row(
+                "SELECT count(*) FROM sqlite_master WHERE type = 'trigger' AND name LIKE '%tripwire%'",
+                [],
+                |row| row.get(0),
+            )
+            .expect("count the tripwire triggers");
+        usize::try_from(installed).expect("a count is never negative")
+    }
+
     /// How many other connections hold a lock now: none once a test dropped
     /// them, since closing an SQLite connection releases its locks before
     /// the call returns.
