@@ -110,7 +110,10 @@ finish() {
 
 if [[ "${STRESS_RUNNER:-}" != loop ]] && cargo nextest --version >/dev/null 2>&1; then
     if [[ -n "$budget" ]]; then
-        repeat=(--stress-duration "$(awk -v b="$budget" -v one="$one" 'BEGIN { printf "%ds", (b - one > 1 ? b - one : 1) }')")
+        # nextest finishes the iteration under way when the duration is up,
+        # and takes a moment to start: the budget keeps room for the timing
+        # iteration, that last one and a second of start-up.
+        repeat=(--stress-duration "$(awk -v b="$budget" -v one="$one" 'BEGIN { d = int(b - 2 * one - 1); printf "%ds", (d > 1 ? d : 1) }')")
     else
         repeat=(--stress-count "$iterations")
     fi
