@@ -8,8 +8,8 @@ mod common;
 use std::fs;
 
 use common::{
-    POSTGRES, POSTGRES_KAFKA, POSTGRES_NATS, SQLITE, SQLITE_KAFKA, SQLITE_NATS, VARIANTS,
-    cargo_ok, files, generate, kit,
+    POSTGRES, POSTGRES_KAFKA, POSTGRES_NATS, SQLITE, SQLITE_KAFKA, SQLITE_NATS, VARIANTS, cargo_ok,
+    files, generate, kit,
 };
 
 #[test]
@@ -76,13 +76,21 @@ fn each_variant_holds_only_its_own_broker() {
         for file in files(&project.root) {
             let text = fs::read_to_string(project.root.join(&file)).unwrap_or_default();
             for other in others {
-                let dependency = if *other == "nats" { "async-nats" } else { "rdkafka" };
+                let dependency = if *other == "nats" {
+                    "async-nats"
+                } else {
+                    "rdkafka"
+                };
                 assert!(
                     !text.contains(dependency) && !text.contains(&dependency.replace('-', "_")),
                     "{}: {file} depends on {dependency}",
                     variant.name
                 );
-                assert!(!file.contains(other), "{}: {file} is {other}'s", variant.name);
+                assert!(
+                    !file.contains(other),
+                    "{}: {file} is {other}'s",
+                    variant.name
+                );
             }
         }
     }
@@ -205,7 +213,10 @@ fn bad_option_values_are_refused() {
             "database=mysql",
             "\"mysql\" is not a valid value for database",
         ),
-        ("broker=rabbitmq", "\"rabbitmq\" is not a valid value for broker"),
+        (
+            "broker=rabbitmq",
+            "\"rabbitmq\" is not a valid value for broker",
+        ),
     ] {
         let dir = tempfile::tempdir().unwrap();
         let output = kit()

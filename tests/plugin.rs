@@ -93,6 +93,37 @@ fn hook_configuration_runs_an_executable_stop_hook() {
     assert!(commands > 0, "the Stop hook runs no command");
 }
 
+/// The hook's own budget ends well inside the time Claude Code gives it,
+/// and a hook that times out anyway blocks the stop (where Claude Code
+/// honours `onFailure`), in the plugin and in a generated project.
+#[test]
+fn the_stop_hook_fails_closed_within_its_timeout() {
+    let script = fs::read_to_string(plugin_root().join("scripts/stop-hook.sh")).unwrap();
+    let budget: u64 = script
+        .split("budget=${STOP_HOOK_BUDGET_SECONDS:-")
+        .nth(1)
+        .and_then(|rest| rest.split('}').next())
+        .and_then(|number| number.parse().ok())
+        .expect("the hook's default budget");
+    for config in [
+        plugin_root().join("hooks/hooks.json"),
+        kit_root().join("template/.claude/settings.json"),
+    ] {
+        let hooks = json(&config);
+        for group in hooks["hooks"]["Stop"].as_array().expect("a Stop hook list") {
+            for hook in group["hooks"].as_array().expect("hooks in a group") {
+                let timeout = hook["timeout"].as_u64().expect("a timeout");
+                assert!(
+                    budget + 30 <= timeout,
+                    "{}: a budget of {budget} s leaves no room inside a timeout of {timeout} s",
+                    config.display()
+                );
+                assert_eq!(text(hook, "onFailure"), "block", "{}", config.display());
+            }
+        }
+    }
+}
+
 /// Files of `dir` with their contents, by name.
 fn contents(dir: &Path) -> Vec<(String, Vec<u8>)> {
     let mut found: Vec<_> = fs::read_dir(dir)

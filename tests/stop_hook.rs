@@ -10,7 +10,7 @@ mod common;
 use std::fs;
 use std::path::Path;
 
-use common::hook::{Stop, failed_tests, one_at_a_time};
+use common::hook::{HANG, Stop, failed_tests, one_at_a_time};
 use common::replay::Edit;
 use common::{cargo, cargo_ok, generate};
 
@@ -289,4 +289,61 @@ fn never_blocks_forever() {
     stop("budget", true).assert_allowed();
     BREAK_INBOX.apply(root);
     assert!(stop("budget", false).reason().contains("block 1 of 2"));
+    BREAK_INBOX.revert(root);
+
+    never_waits_past_its_budget(root);
+}
+
+/// A hang that nothing else ends (the harness's watchdog given a day) is
+/// ended by the hook's own budget: the stop is blocked, saying which check
+/// ran out of time and which tests had not finished, and the tree is not
+/// remembered as green.
+fn never_waits_past_its_budget(root: &Path) {
+    HANG.apply(root);
+    // Built before, so that the budget goes to running the tests.
+    cargo_ok(root, &["test", "--no-run", "--test", "conformance"]);
+    let stop = |session, budget: u64| {
+        let started = std::time::Instant::now();
+        let answer = Stop::new(root, session)
+            .env("STOP_HOOK_SKIP", "fmt clippy unit red-green")
+            .env("STOP_HOOK_BUDGET_SECONDS", budget.to_string())
+            .env("INBOX_TEST_HANG_SECONDS", "86400")
+            .run();
+        (answer, started.elapsed().as_secs())
+    };
+    let (answer, seconds) = stop("out-of-time", 60);
+    let reason = answer.reason();
+    assert!(
+        seconds < 60 + 15,
+        "the hook answered after {seconds} s, past its 60 s budget"
+    );
+    assert!(
+        reason.contains("cargo test --test conformance ran out of time: stopped after")
+            && reason.contains("a hang counts as a failure"),
+        "{reason}"
+    );
+    let unfinished = reason
+        .split("the tests that had not finished ==\n")
+        .nth(1)
+        .unwrap_or_else(|| panic!("the unfinished tests are not listed:\n{reason}"));
+    assert!(
+        unfinished
+            .lines()
+            .next()
+            .is_some_and(|line| line.contains("::")),
+        "{reason}"
+    );
+    // Not remembered as green: another session's stop runs the tests
+    // again (with a shorter budget: only that it runs them matters).
+    let (again, _) = stop("out-of-time-again", 30);
+    assert!(
+        again
+            .cargo_calls
+            .iter()
+            .any(|call| call == "test --no-fail-fast --test conformance")
+            && again.reason().contains("ran out of time"),
+        "{:?}",
+        again.cargo_calls
+    );
+    HANG.revert(root);
 }

@@ -13,9 +13,11 @@ mod common;
 
 use std::collections::BTreeSet;
 use std::path::Path;
+use std::process::ExitCode;
 
 use common::replay::{Consumer, RESERVING, database_of, failing_with};
-use common::{POSTGRES, can_run, cargo, cargo_ok, generate};
+use common::trials::Trials;
+use common::{POSTGRES, cargo, cargo_ok, generate};
 
 /// Steps 2 to 8 on the project at `root`: red, then green.
 fn red_then_green(root: &Path, consumer: &Consumer) {
@@ -81,7 +83,6 @@ fn every_wrong_version_is_stopped(root: &Path, consumer: &Consumer) {
     }
 }
 
-#[test]
 fn the_add_handler_steps_go_red_then_green_and_every_wrong_version_is_stopped() {
     let project = generate("replay-consumer", &[]);
     let root = &project.root;
@@ -119,13 +120,24 @@ fn the_add_handler_steps_go_red_then_green_and_every_wrong_version_is_stopped() 
 
 /// The same consumer on PostgreSQL, where a rule checked with a plain read
 /// is wrong: two workers read the same stock before either writes.
-#[test]
 fn on_postgres_a_rule_checked_with_a_plain_read_is_stopped_too() {
-    if !can_run(&POSTGRES) {
-        return;
-    }
     let project = generate("replay-pg-consumer", POSTGRES.defines);
     let root = &project.root;
     red_then_green(root, &RESERVING);
     every_wrong_version_is_stopped(root, &RESERVING);
+}
+
+fn main() -> ExitCode {
+    Trials::default()
+        .test(
+            "the_add_handler_steps_go_red_then_green_and_every_wrong_version_is_stopped",
+            the_add_handler_steps_go_red_then_green_and_every_wrong_version_is_stopped,
+        )
+        .needs(
+            &POSTGRES,
+            "on_postgres_a_rule_checked_with_a_plain_read_is_stopped_too",
+            || {},
+            on_postgres_a_rule_checked_with_a_plain_read_is_stopped_too,
+        )
+        .run()
 }

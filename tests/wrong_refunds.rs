@@ -10,10 +10,12 @@
 mod common;
 
 use std::path::Path;
+use std::process::ExitCode;
 
 use common::hook::{Stop, one_at_a_time};
 use common::replay::{Edit, apply, database_of};
-use common::{POSTGRES, can_run, database_url, generate};
+use common::trials::Trials;
+use common::{POSTGRES, database_url, generate};
 
 const HANDLER: &str = "src/handlers/refund.rs";
 const COVERAGE: &str = "coverage::every_subject_passes_every_required_scenario";
@@ -161,17 +163,27 @@ fn every_wrong_refund_blocks_the_stop(root: &Path) {
     }
 }
 
-#[test]
 fn every_wrong_refund_consumer_blocks_the_stop_on_sqlite() {
     let project = generate("wrong-refunds", &[]);
     every_wrong_refund_blocks_the_stop(&project.root);
 }
 
-#[test]
 fn every_wrong_refund_consumer_blocks_the_stop_on_postgres() {
-    if !can_run(&POSTGRES) {
-        return;
-    }
     let project = generate("wrong-refunds-pg", POSTGRES.defines);
     every_wrong_refund_blocks_the_stop(&project.root);
+}
+
+fn main() -> ExitCode {
+    Trials::default()
+        .test(
+            "every_wrong_refund_consumer_blocks_the_stop_on_sqlite",
+            every_wrong_refund_consumer_blocks_the_stop_on_sqlite,
+        )
+        .needs(
+            &POSTGRES,
+            "every_wrong_refund_consumer_blocks_the_stop_on_postgres",
+            || {},
+            every_wrong_refund_consumer_blocks_the_stop_on_postgres,
+        )
+        .run()
 }

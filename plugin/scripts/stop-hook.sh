@@ -14,6 +14,16 @@
 # slow to run on every stop: the stress loop (1,000 runs of the parallel
 # tests), the reliability suite, doc tests and the release build.
 #
+# A hang is a failure. Everything it runs shares one budget,
+# STOP_HOOK_BUDGET_SECONDS (default 540, well inside the 600 s that
+# .claude/settings.json gives the hook): a check still running when the
+# budget is spent is stopped, and the stop is blocked, saying which check
+# ran out of time, after how long, and which tests had not finished. (The
+# required tests fail a hang themselves long before that: the harness's
+# watchdog ends a test that waited 30 s for one delivery, and this hook
+# reads its `test NAME ... HUNG` report like any failed test.) A check that
+# ran out of time is never remembered as green.
+#
 # Claude Code sends JSON on stdin ({"session_id": ..., "stop_hook_active":
 # ...}). The answer is always exit 0: to block, {"decision": "block",
 # "reason": ...} on stdout (the reason goes to the agent: the failing tests'
@@ -40,6 +50,8 @@
 #                                   (default: --test conformance if tests/conformance
 #                                   exists, else every integration test: --test '*')
 #   STOP_HOOK_REASON_BYTES=8000     longest reason handed to the agent
+#   STOP_HOOK_BUDGET_SECONDS=540    time for every check together (keep it below the
+#                                   hook's timeout in .claude/settings.json)
 #   STOP_HOOK_SKIP="clippy fmt"     checks to leave out (fmt clippy unit required
 #                                   red-green), e.g. while an adopted codebase still
 #                                   carries lint debt
@@ -68,6 +80,8 @@ max_blocks=${STOP_HOOK_MAX_BLOCKS:-5}
 [[ $max_blocks =~ ^[0-9]+$ ]] || max_blocks=5
 reason_bytes=${STOP_HOOK_REASON_BYTES:-8000}
 [[ $reason_bytes =~ ^[0-9]+$ ]] || reason_bytes=8000
+budget=${STOP_HOOK_BUDGET_SECONDS:-540}
+[[ $budget =~ ^[0-9]+$ ]] || budget=540
 
 target=${CARGO_TARGET_DIR:-target}
 [[ $target == /* ]] || target="$PWD/$target"
@@ -76,6 +90,7 @@ mkdir -p "$state/green" || exit 0
 work=$(mktemp -d "${TMPDIR:-/tmp}/stop-hook.XXXXXX") || exit 0
 trap 'rm -rf "$work"' EXIT
 started=$(date +%s)
+deadline=$((started + budget))
 
 # ---------------------------------------------------------------- output
 
@@ -129,6 +144,55 @@ block() {
 
 log() {
     printf '%s session=%s seconds=%s %s\n' "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$session" "$(($(date +%s) - started))" "$1" >>"$state/log"
+}
+
+# ---------------------------------------------------------------- budget
+
+# Seconds left of the budget, keeping 20 to say what did not finish and
+# write the answer.
+remaining() { echo $((deadline - $(date +%s) - 20)); }
+
+# Kills a process and everything it started (the fallback below).
+kill_tree() {
+    local child
+    for child in $(pgrep -P "$1" 2>/dev/null); do kill_tree "$child"; done
+    kill -KILL "$1" 2>/dev/null
+}
+
+# Runs a command with what is left of the budget; its exit status, or 124
+# if the budget ran out first (the command and everything it started are
+# stopped then). coreutils' timeout stops the whole process group; where
+# there is none (macOS without coreutils), a watcher does it.
+bounded() {
+    local seconds
+    seconds=$(remaining)
+    ((seconds > 0)) || return 124
+    if command -v timeout >/dev/null; then
+        timeout -k 10 "$seconds" "$@"
+        return
+    elif command -v gtimeout >/dev/null; then
+        gtimeout -k 10 "$seconds" "$@"
+        return
+    fi
+    "$@" &
+    local pid=$! watcher status
+    (sleep "$seconds" && kill_tree "$pid" && touch "$work/expired") &
+    watcher=$!
+    wait "$pid"
+    status=$?
+    kill "$watcher" 2>/dev/null
+    if [[ -e $work/expired ]]; then
+        rm -f "$work/expired"
+        return 124
+    fi
+    return "$status"
+}
+
+# What a check that ran out of time is told: how long it ran, and that
+# this counts as a failure.
+out_of_time() {
+    printf '%s ran out of time: stopped after %s s (the hook'"'"'s budget is STOP_HOOK_BUDGET_SECONDS=%s in all); a hang counts as a failure' \
+        "$1" "$(($(date +%s) - $2))" "$budget"
 }
 
 # ---------------------------------------------------------------- tree key
@@ -199,6 +263,9 @@ details=()   # build, clippy and fmt diagnostics, each already bounded
 notes=()     # what could not be checked
 build_broken=0
 history_rejected=0
+# A build cut short by the budget is not "no progress": cargo keeps what it
+# built, so the next stop goes on from there.
+build_cut_short=0
 
 # Stdin cut to its first $1 bytes, at a line end where possible, never
 # inside a UTF-8 character.
@@ -235,12 +302,12 @@ parse_libtest() {
             printf "---- %s ----\n%s\n\036", current, text > sections
             current = ""
         }
-        /^test .+ \.\.\. FAILED$/ { n = $0; sub(/^test /, "", n); sub(/ \.\.\. FAILED$/, "", n); add(n); next }
-        /^---- .+ stdout ----$/ {
-            flush(); current = $0; sub(/^---- /, "", current); sub(/ stdout ----$/, "", current)
+        /^test .+ \.\.\. (FAILED|HUNG)$/ { n = $0; sub(/^test /, "", n); sub(/ \.\.\. (FAILED|HUNG)$/, "", n); add(n); next }
+        /^---- .+ (stdout|hung) ----$/ {
+            flush(); current = $0; sub(/^---- /, "", current); sub(/ (stdout|hung) ----$/, "", current)
             add(current); text = ""; next
         }
-        /^failures:$/ || /^test result: / { flush(); next }
+        /^failures:$/ || /^test result: / || /^---- end of hang report ----$/ { flush(); next }
         current != "" { text = text $0 "\n" }
         END { flush(); close(names); close(sections) }'
 }
@@ -250,7 +317,15 @@ check_fmt() {
         notes+=("rustfmt is not installed: formatting was not checked")
         return
     fi
-    cargo fmt --check >"$work/out" 2>"$work/err" && return
+    local began status
+    began=$(date +%s)
+    bounded cargo fmt --check >"$work/out" 2>"$work/err"
+    status=$?
+    ((status == 0)) && return
+    if ((status == 124)); then
+        summary+=("$(out_of_time "cargo fmt --check" "$began")")
+        return
+    fi
     local files
     files=$(sed -n -e 's/^Diff in \(.*\) at line [0-9]*:$/\1/p' -e 's/^Diff in \(.*\):[0-9]*:$/\1/p' "$work/out" | sed "s|^$PWD/||" | sort -u | head -n 20)
     summary+=("the code is not formatted (cargo fmt --check)")
@@ -264,16 +339,81 @@ check_clippy() {
         notes+=("clippy is not installed: lints were not checked")
         return
     fi
-    cargo clippy --all-targets -- -D warnings >"$work/out" 2>"$work/err" && return
+    local began status
+    began=$(date +%s)
+    bounded cargo clippy --all-targets -- -D warnings >"$work/out" 2>"$work/err"
+    status=$?
+    ((status == 0)) && return
+    if ((status == 124)); then
+        build_cut_short=1
+        summary+=("$(out_of_time "cargo clippy --all-targets -- -D warnings" "$began") (cargo keeps what it built: stopping again goes on from there)")
+        return
+    fi
     grep -q 'could not compile' "$work/err" && build_broken=1
     summary+=("clippy fails (cargo clippy --all-targets -- -D warnings)")
     details+=("== cargo clippy --all-targets -- -D warnings: the first diagnostics ==
 $(diagnostics <"$work/err" | first_bytes 2000)")
 }
 
+# The tests of `cargo test ARGS` that did not finish in $work/out: every
+# test that runs by default, less those reported; the ones libtest said
+# had been running for over 60 seconds first.
+unfinished_tests() {
+    {
+        sed -n 's/^test \(.*\) has been running for over [0-9]* seconds$/\1 (running for over a minute)/p' "$work/out"
+        comm -23 <(test_names "$@" | LC_ALL=C sort -u) \
+            <({ test_names "$@" --ignored; sed -n 's/^test \(.*\) \.\.\. .*$/\1/p' "$work/out"; } | LC_ALL=C sort -u)
+    } | awk '!seen[$1]++' | head -n 20
+}
+
+# The names of the tests `cargo test ARGS -- [--ignored]` runs, from the
+# binaries already built (a few seconds at most).
+test_names() {
+    local args=("$@") extra=()
+    if [[ ${args[-1]} == --ignored ]]; then
+        unset 'args[-1]'
+        extra=(--ignored)
+    fi
+    briefly cargo test "${args[@]}" -- --list --format terse "${extra[@]}" 2>/dev/null | sed -n 's/: test$//p'
+}
+
+# Runs a short command past the budget's end, for at most 10 s (the budget
+# keeps 20 s for this and the answer).
+briefly() {
+    if command -v timeout >/dev/null; then
+        timeout -k 2 10 "$@"
+    else
+        "$@"
+    fi
+}
+
 check_tests() {
-    local label="cargo test $*"
-    cargo test --no-fail-fast "$@" >"$work/out" 2>"$work/err" && return
+    local label="cargo test $*" began status
+    began=$(date +%s)
+    bounded cargo test --no-run "$@" >"$work/out" 2>"$work/err"
+    status=$?
+    if ((status == 124)); then
+        build_cut_short=1
+        summary+=("$(out_of_time "building the tests ($label)" "$began") (cargo keeps what it built: stopping again goes on from there)")
+        return
+    elif ((status != 0)); then
+        summary+=("the tests do not build ($label)")
+        # Clippy's diagnostics already show a broken build.
+        ((build_broken)) || details+=("== $label: the build fails ==
+$(diagnostics <"$work/err" | first_bytes 2000)")
+        return
+    fi
+    began=$(date +%s)
+    bounded cargo test --no-fail-fast "$@" >"$work/out" 2>"$work/err"
+    status=$?
+    ((status == 0)) && return
+    if ((status == 124)); then
+        local still
+        still=$(unfinished_tests "$@")
+        summary+=("$(out_of_time "$label" "$began")")
+        details+=("== $label: ran out of time; the tests that had not finished ==
+${still:-(libtest named none)}")
+    fi
     : >"$work/names"
     : >"$work/sections"
     parse_libtest "$work/names" "$work/sections" 1500 <"$work/out"
@@ -288,12 +428,18 @@ check_tests() {
     while IFS= read -r -d '' section; do
         sections+=("$section")
     done < <(tr '\036' '\000' <"$work/sections" | LC_ALL=C sort -z)
-    if ((found > 0)); then
-        summary+=("$found test(s) fail ($label)")
-    elif ((build_broken)) && grep -q 'could not compile' "$work/err"; then
-        summary+=("the tests do not build ($label)")
+    if ((status == 124)); then
+        return
+    elif ((found > 0)); then
+        local hung
+        hung=$(grep -c ' \.\.\. HUNG$' "$work/out")
+        if ((hung > 0)); then
+            summary+=("$found test(s) fail ($label), $hung of them hung: a hang counts as a failure")
+        else
+            summary+=("$found test(s) fail ($label)")
+        fi
     else
-        summary+=("the tests do not build or a test binary crashed ($label)")
+        summary+=("a test binary crashed ($label)")
         details+=("== $label: no test result ==
 $(diagnostics <"$work/err" | first_bytes 2000)")
     fi
@@ -319,9 +465,14 @@ fi
 # blocks), only in git, and only for a change that touches src/ (the
 # script says when there is nothing to check, and caches by commit).
 if ((${#summary[@]} == 0)) && wanted red-green && [[ -x $here/red-before-green.sh ]] && git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
-    CLAUDE_PROJECT_DIR=$PWD "$here/red-before-green.sh" >"$work/red-green" 2>&1
+    began=$(date +%s)
+    bounded env CLAUDE_PROJECT_DIR="$PWD" "$here/red-before-green.sh" >"$work/red-green" 2>&1
     case $? in
         0) ;;
+        124)
+            build_cut_short=1
+            summary+=("$(out_of_time "scripts/red-before-green.sh" "$began") (what it proved is remembered: stopping again goes on from there)")
+            ;;
         1)
             history_rejected=1
             summary+=("the new tests were not seen failing before the implementation (scripts/red-before-green.sh)")
@@ -367,7 +518,7 @@ if [[ $(cat "$session_dir/last" 2>/dev/null) == "$signature" ]]; then
     log "red, no progress: letting the stop through"
     allow_with "Stop hook: still failing, and nothing changed since the last block (files and commit), so blocking again would not help; letting the agent stop. $not_done"
 fi
-echo "$signature" >"$session_dir/last"
+((build_cut_short)) || echo "$signature" >"$session_dir/last"
 if ((blocks >= max_blocks)); then
     rm -f "$session_dir/blocks"
     log "red, $blocks blocks: letting the stop through"

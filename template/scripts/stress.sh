@@ -27,6 +27,11 @@
 # Uses `cargo nextest run --stress-count/--stress-duration` when
 # cargo-nextest is installed and a plain loop over the test binary
 # otherwise. Stops at the first failing iteration and prints its output.
+#
+# A hang is a failure: the harness ends a test whose delivery waited 30 s
+# (INBOX_TEST_HANG_SECONDS); nextest stops any test after 5 minutes
+# (.config/nextest.toml); the plain loop stops an iteration that takes ten
+# times the first one, and at least two minutes (with coreutils' timeout).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -76,6 +81,17 @@ if [[ ${#tests[@]} -eq 0 ]]; then
 fi
 
 now() { date +%s.%N; }
+# One iteration of the plain loop, stopped after $1 seconds where
+# coreutils' timeout is installed.
+iteration() {
+    local limit=$1
+    shift
+    if command -v timeout >/dev/null; then
+        timeout -k 5 "$limit" "$@"
+    else
+        "$@"
+    fi
+}
 seconds_since() { awk -v s="$1" -v e="$(now)" 'BEGIN { printf "%.2f", e - s }'; }
 output=$(mktemp)
 trap 'rm -f "$output"' EXIT
@@ -83,7 +99,7 @@ trap 'rm -f "$output"' EXIT
 # One iteration, timed, before anything is promised: it also warms the
 # database and the caches. Not counted.
 started=$(now)
-if ! "$binary" --exact "${tests[@]}" >"$output" 2>&1; then
+if ! iteration 300 "$binary" --exact "${tests[@]}" >"$output" 2>&1; then
     echo "stress: the first iteration failed:" >&2
     cat "$output" >&2
     echo "stress: FAILED at iteration 1: iterations=0"
@@ -132,6 +148,7 @@ if [[ "${STRESS_RUNNER:-}" != loop ]] && cargo nextest --version >/dev/null 2>&1
 fi
 
 # Plain loop: run the test binary directly, the chosen tests only.
+limit=$(awk -v one="$one" 'BEGIN { l = int(10 * one) + 1; printf "%d", (l < 120 ? 120 : l) }')
 began=$(now)
 done=0
 while :; do
@@ -141,8 +158,8 @@ while :; do
     else
         ((done < iterations)) || break
     fi
-    if ! "$binary" --exact "${tests[@]}" >"$output" 2>&1; then
-        echo "stress: iteration $((done + 1)) failed:" >&2
+    if ! iteration "$limit" "$binary" --exact "${tests[@]}" >"$output" 2>&1; then
+        echo "stress: iteration $((done + 1)) failed (or ran past ${limit}s):" >&2
         cat "$output" >&2
         finish "$began" "$done" "FAILED at iteration $((done + 1))"
         exit 1

@@ -208,3 +208,37 @@ pub fn failed_tests(libtest_output: &str) -> Vec<String> {
         .map(str::to_string)
         .collect()
 }
+
+/// A consumer that hangs: every delivery, on either database, waits inside
+/// its transaction for a signal that never comes. (Move this edit with the
+/// inbox's `settle` if it moves.)
+pub const HANG: super::replay::Edit = super::replay::Edit {
+    path: "src/inbox/apply.rs",
+    find: ") -> Result<Result<(), Failure>, StorageError> {\n    let error = match result {",
+    replace: ") -> Result<Result<(), Failure>, StorageError> {\n    let (_go, signal) = std::sync::mpsc::channel::<()>();\n    let _ = signal.recv();\n    let error = match result {",
+};
+
+/// With [`HANG`] in place, the project's Stop hook blocks, well within its
+/// timeout, naming the hung test and its scenario: the required tests fail
+/// a hang themselves (the harness's watchdog). Only the required tests are
+/// run: the other checks are not about hangs. The project is put back.
+pub fn assert_a_hang_blocks_the_stop(root: &Path) {
+    HANG.apply(root);
+    let started = std::time::Instant::now();
+    let answer = Stop::new(root, "hang")
+        .env("STOP_HOOK_SKIP", "fmt clippy unit red-green")
+        .run();
+    let seconds = started.elapsed().as_secs();
+    HANG.revert(root);
+    let reason = answer.reason();
+    assert!(
+        reason.contains("hung: a hang counts as a failure")
+            && reason.contains("Scenario: ")
+            && reason.contains("(cargo test --test conformance)"),
+        "a hang did not block the stop as a failing required test:\n{reason}"
+    );
+    assert!(
+        seconds < 300,
+        "the hook took {seconds} s to block a hang (Claude Code gives it 600)"
+    );
+}

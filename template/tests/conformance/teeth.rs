@@ -315,3 +315,51 @@ fn two_consumers_sharing_a_name_are_caught_by_the_registry_check() {
         "refund named debit",
     );
 }
+
+/// The hang limit of a test run alone below: short, since it hangs for
+/// sure (the default, 30 s, is for tests that must never trip it).
+const ALONE_LIMIT_SECS: u64 = 3;
+
+#[test]
+#[ignore = "hangs on purpose: run in a process of its own by the test after it"]
+fn exhibit_a_claim_on_a_second_connection() {
+    let _ = run_twice(&debit(), &ClaimsOnASecondConnection, 5);
+}
+
+#[test]
+fn a_claim_on_a_second_connection_hangs_and_the_hang_fails_the_test() {
+    let name = "teeth::exhibit_a_claim_on_a_second_connection";
+    let run = hangs::run_alone(name, ALONE_LIMIT_SECS);
+    run.assert_hung(
+        name,
+        ALONE_LIMIT_SECS,
+        "run twice via claims again on a second connection, for `debit`",
+        "delivering 5 messages (m-00001 to m-00005) to `debit`",
+    );
+    run.assert_lock_holder_named();
+}
+
+#[test]
+#[ignore = "hangs on purpose: run in a process of its own by the test after it"]
+fn exhibit_a_worker_waiting_for_a_signal_that_never_comes() {
+    let _ = run_twice(&debit(), &WaitsForEveryWorker::new(), 5);
+}
+
+#[test]
+fn a_worker_waiting_for_a_signal_passes_parallel_but_its_hang_fails_run_twice() {
+    parallel(
+        &debit(),
+        &WaitsForEveryWorker::new(),
+        WaitsForEveryWorker::POOL,
+        50,
+    )
+    .expect("with the whole pool started, the signal comes");
+    let name = "teeth::exhibit_a_worker_waiting_for_a_signal_that_never_comes";
+    let run = hangs::run_alone(name, ALONE_LIMIT_SECS);
+    run.assert_hung(
+        name,
+        ALONE_LIMIT_SECS,
+        "run twice via waits for 4 workers, for `debit`",
+        "delivering 5 messages (m-00001 to m-00005) to `debit`",
+    );
+}

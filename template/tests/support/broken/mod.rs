@@ -14,11 +14,13 @@
 //! * `batches`: set-based runs whose failure is handled wrong;
 //! * `pipeline`: settling too early, routing by anything but the key;
 //! * `meters`: metrics that miscount what the summary counts;
-//! * `purges`: retention that deletes too much.
+//! * `purges`: retention that deletes too much;
+//! * `hangs`: waits that never end (run only in a process of their own).
 
 mod batches;
 mod faults;
 mod handlers;
+mod hangs;
 mod ids;
 mod inboxes;
 mod letters;
@@ -29,6 +31,7 @@ mod purges;
 pub use batches::*;
 pub use faults::*;
 pub use handlers::*;
+pub use hangs::*;
 pub use ids::*;
 pub use inboxes::*;
 pub use letters::*;

@@ -20,6 +20,7 @@
 
 mod env;
 mod faults;
+pub mod hangs;
 mod inboxes;
 mod judge;
 mod scenarios;

@@ -33,7 +33,7 @@ use {{crate_name}}::store::Store;
 
 use super::PgRaw;
 use super::tripwires::TRIPWIRES;
-use crate::support::harness::InboxWithLetters;
+use crate::support::harness::{InboxWithLetters, hangs};
 use crate::support::proxy::Proxy;
 use crate::support::raw::Raw;
 
@@ -47,10 +47,27 @@ const NO_SERVER: &str = "these tests need a PostgreSQL server: set DATABASE_URL,
 /// fixture is thrown away after one scenario, and the server's locking,
 /// visibility and atomicity, which the tests are about, stay the same. It
 /// makes the suite several times faster on a slow disk.
+///
+/// Every wait on the server is bounded too (`lock_timeout` and
+/// `statement_timeout`, twice the harness's hang limit, so that the
+/// harness's own report of a hang comes first), and every session is
+/// named after this process ([`APPLICATION`]), so that the hang report
+/// can say which of them holds the lock another waits for.
 pub fn server_url() -> String {
     let url = std::env::var("DATABASE_URL").unwrap_or_else(|_| panic!("{NO_SERVER}"));
     let separator = if url.contains('?') { '&' } else { '?' };
-    format!("{url}{separator}options=-c%20synchronous_commit%3Doff")
+    let bound = (2 * hangs::limit().as_millis()).min(i32::MAX as u128);
+    format!(
+        "{url}{separator}options=-c%20synchronous_commit%3Doff\
+         %20-c%20lock_timeout%3D{bound}%20-c%20statement_timeout%3D{bound}\
+         &application_name={}",
+        application()
+    )
+}
+
+/// The `application_name` of this process's sessions.
+pub fn application() -> String {
+    format!("inbox-test-{}", std::process::id())
 }
 
 /// This database taken away from a consumer and given back, by cutting
@@ -394,6 +411,17 @@ impl Fixture {
     /// A connection for hand-written inboxes.
     pub fn raw(&self) -> Box<dyn Raw> {
         Box::new(PgRaw::new(self.database().connect().expect("connect")))
+    }
+
+    /// A connection for hand-written inboxes that waits for any lock as
+    /// long as it takes (the server's bounds switched off), as a
+    /// consumer's own connection might.
+    pub fn raw_waiting_forever(&self) -> Box<dyn Raw> {
+        let mut client = self.database().connect().expect("connect");
+        client
+            .batch_execute("SET lock_timeout = 0; SET statement_timeout = 0")
+            .expect("wait without limit");
+        Box::new(PgRaw::new(client))
     }
 
     /// Changes the schema itself (a broken key's patch): the slot is built

@@ -5,10 +5,12 @@
 
 pub mod bench;
 mod fixture;
+mod locks;
 mod raw;
 pub mod traps;
 mod tripwires;
 
-pub use fixture::{Fixture, SLOT_TABLE_BYTES, Scratch, server_url};
+pub use fixture::{Fixture, SLOT_TABLE_BYTES, Scratch, application, server_url};
+pub use locks::{LOCK_WAIT_EVIDENCE, describe_waits};
 pub use raw::PgRaw;
 pub use tripwires::{CONCURRENT_WRITERS, ClaimHolder, Conflicts};

@@ -189,6 +189,16 @@ impl Fixture {
         Box::new(SqliteRaw::new(self.database().connect().expect("connect")))
     }
 
+    /// A connection for hand-written inboxes that waits for the write
+    /// lock as long as it takes (SQLite's longest busy timeout, 24 days),
+    /// as a consumer's own connection might.
+    pub fn raw_waiting_forever(&self) -> Box<dyn Raw> {
+        let db = self.database().connect().expect("connect");
+        db.busy_timeout(std::time::Duration::from_millis(i32::MAX as u64))
+            .expect("wait without limit");
+        Box::new(SqliteRaw::new(db))
+    }
+
     /// Changes data with SQL statements (what a broken implementation
     /// deletes behind the real one's back).
     pub fn run_sql(&self, sql: &str) {

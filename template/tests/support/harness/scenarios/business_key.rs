@@ -20,6 +20,7 @@ use {{crate_name}}::message::{Message, MessageId};
 use {{crate_name}}::pipeline::Summary;
 
 use super::deliver_all;
+use crate::support::harness::hangs;
 use crate::support::harness::judge::observe;
 use crate::support::harness::{
     Expected, InboxUnderTest, Play, Subject, Violation, facts, fixture_for,
@@ -40,6 +41,11 @@ pub fn play_business_key<S: Subject>(
     inbox: &dyn InboxUnderTest,
     count: usize,
 ) -> Play<S::State> {
+    let _scenario = hangs::scenario(format!(
+        "business key via {}, for `{}`",
+        inbox.name(),
+        subject.handler().consumer()
+    ));
     let fixture = fixture_for(inbox, &[subject]);
     let handler = subject.handler();
     let messages = facts(subject, "m-", count);

@@ -6,6 +6,7 @@
 //! reports the whole run applied shows up here: the failing message
 //! counted as applied, with an inbox row and no effect.
 
+use crate::support::harness::hangs;
 use crate::support::harness::judge::observe;
 use crate::support::harness::{
     Expected, InboxUnderTest, Play, Subject, Violation, deliver_all, facts, fixture_for,
@@ -22,6 +23,11 @@ pub fn cannot_apply<S: Subject>(
     subject: &S,
     inbox: &dyn InboxUnderTest,
 ) -> Result<Option<Play<S::State>>, Violation> {
+    let _scenario = hangs::scenario(format!(
+        "cannot apply via {}, for `{}`",
+        inbox.name(),
+        subject.handler().consumer()
+    ));
     let id = MessageId::new("cannot-apply").expect("a valid id");
     let Some(failing) = subject.cannot_apply(id) else {
         return Ok(None);

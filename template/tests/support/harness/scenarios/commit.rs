@@ -4,6 +4,7 @@
 //! applies every message once.
 
 use super::{Fault, play_through_fault};
+use crate::support::harness::hangs;
 use crate::support::harness::{
     Expected, InboxUnderTest, Play, Subject, Violation, facts, fixture_for,
 };
@@ -18,6 +19,11 @@ pub fn play_failed_commit<S: Subject>(
     inbox: &dyn InboxUnderTest,
     count: usize,
 ) -> Play<S::State> {
+    let _scenario = hangs::scenario(format!(
+        "failed commit via {}, for `{}`",
+        inbox.name(),
+        subject.handler().consumer()
+    ));
     let fixture = fixture_for(inbox, &[subject]);
     let handler = subject.handler();
     let mut worker = inbox.open(&fixture);

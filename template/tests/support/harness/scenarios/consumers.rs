@@ -5,6 +5,7 @@
 //! id alone, in a batch as much as across batches.
 
 use super::deliver_mixed;
+use crate::support::harness::hangs;
 use crate::support::harness::judge::observe;
 use crate::support::harness::{InboxUnderTest, Play, Subject, Violation, facts, fixture_for};
 
@@ -18,6 +19,12 @@ pub fn play_both_consumers<A: Subject, B: Subject>(
     inbox: &dyn InboxUnderTest,
     count: usize,
 ) -> BothPlays<A, B> {
+    let _scenario = hangs::scenario(format!(
+        "both consumers via {}, for `{}` and `{}`",
+        inbox.name(),
+        first.handler().consumer(),
+        second.handler().consumer()
+    ));
     let fixture = fixture_for(inbox, &[first, second]);
     let messages = facts(first, "m-", count);
     let (handler_a, handler_b) = (first.handler(), second.handler());

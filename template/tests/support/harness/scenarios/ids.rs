@@ -7,6 +7,7 @@
 use {{crate_name}}::message::{MAX_MESSAGE_ID_BYTES, Message, MessageId};
 
 use super::deliver_all;
+use crate::support::harness::hangs;
 use crate::support::harness::judge::observe;
 use crate::support::harness::{InboxUnderTest, Play, Subject, Violation, fixture_for};
 
@@ -31,6 +32,11 @@ pub fn tricky_ids() -> Vec<String> {
 /// A new fact of the subject under each of the [`tricky_ids`], delivered
 /// twice.
 pub fn play_exact_ids<S: Subject>(subject: &S, inbox: &dyn InboxUnderTest) -> Play<S::State> {
+    let _scenario = hangs::scenario(format!(
+        "exact ids via {}, for `{}`",
+        inbox.name(),
+        subject.handler().consumer()
+    ));
     let fixture = fixture_for(inbox, &[subject]);
     let handler = subject.handler();
     let ids = tricky_ids();

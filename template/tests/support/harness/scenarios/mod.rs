@@ -45,7 +45,7 @@ use {{crate_name}}::pipeline::Summary;
 
 use super::judge::observe;
 use super::{
-    InboxUnderTest, Play, RealDeadLetters, RealInbox, Subject, Violation, stress_messages,
+    InboxUnderTest, Play, RealDeadLetters, RealInbox, Subject, Violation, hangs, stress_messages,
     stress_workers,
 };
 use crate::support::database::Fixture;
@@ -55,6 +55,7 @@ use crate::support::database::Fixture;
 /// storage error counts every delivery of the batch as failed: nothing of
 /// it may be acknowledged.
 pub fn deliver_all(inbox: &mut dyn Inbox, handler: &dyn Handler, messages: &[Message]) -> Summary {
+    let _waiting = hangs::waiting(delivering(messages.iter(), handler.consumer()));
     let deliveries: Vec<_> = messages
         .iter()
         .map(|message| Delivery::new(handler, message))
@@ -68,6 +69,27 @@ pub fn deliver_all(inbox: &mut dyn Inbox, handler: &dyn Handler, messages: &[Mes
         }
     }
     summary
+}
+
+/// What a worker delivering `messages` to `consumer` waits for, for the
+/// hang report: `worker 2 of 4 delivering 1 message (m-00001) to `debit``.
+fn delivering<'a>(
+    mut messages: impl ExactSizeIterator<Item = &'a Message>,
+    consumer: &str,
+) -> String {
+    let count = messages.len();
+    let first = messages.next().map(|message| message.id.to_string());
+    let last = messages.last().map(|message| message.id.to_string());
+    let which = match (first, last) {
+        (Some(first), Some(last)) => format!("{count} messages ({first} to {last})"),
+        (Some(first), None) => format!("1 message ({first})"),
+        _ => "no message".to_owned(),
+    };
+    let worker = std::thread::current()
+        .name()
+        .filter(|name| name.starts_with("worker "))
+        .map_or_else(String::new, |name| format!("{name} "));
+    format!("{worker}delivering {which} to `{consumer}`")
 }
 
 /// The first `count` of the subject's facts that it applies (none it
@@ -127,6 +149,10 @@ pub fn play_through_fault<S: Subject>(
 /// as failed.
 pub fn deliver_mixed(inbox: &mut dyn Inbox, pairs: &[(&dyn Handler, &Message)]) -> [Summary; 2] {
     let first = pairs.first().map(|(handler, _)| handler.consumer());
+    let _waiting = hangs::waiting(delivering(
+        pairs.iter().map(|(_, message)| *message),
+        first.unwrap_or("nobody"),
+    ));
     let deliveries: Vec<_> = pairs
         .iter()
         .map(|(handler, message)| Delivery::new(*handler, message))

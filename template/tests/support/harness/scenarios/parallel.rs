@@ -10,6 +10,7 @@ use {{crate_name}}::message::Message;
 use {{crate_name}}::pipeline::Summary;
 
 use super::deliver_all;
+use crate::support::harness::hangs;
 use crate::support::harness::judge::observe;
 use crate::support::harness::{
     Expected, InboxUnderTest, Play, Subject, Violation, env_number, facts, fixture_for,
@@ -77,6 +78,11 @@ fn play_rounds<S: Subject>(
     rounds: usize,
     raced_slices: usize,
 ) -> Play<S::State> {
+    let _scenario = hangs::scenario(format!(
+        "parallel {workers}x{count} via {}, for `{}`",
+        inbox.name(),
+        subject.handler().consumer()
+    ));
     let fixture = fixture_for(inbox, &[subject]);
     let handler = subject.handler();
     let mut messages = Vec::new();
@@ -91,16 +97,24 @@ fn play_rounds<S: Subject>(
         let raced_now = AtomicUsize::new(0);
         outcomes += std::thread::scope(|scope| {
             let threads: Vec<_> = (0..workers)
-                .map(|_| {
+                .map(|at| {
                     let (barrier, handler, batch) = (&barrier, handler.as_ref(), &batch);
                     let (slices, raced_now, fixture) = (&slices, &raced_now, &fixture);
-                    scope.spawn(move || {
+                    let context = hangs::context();
+                    let name = format!("worker {} of {workers}", at + 1);
+                    let thread = std::thread::Builder::new().name(name.clone());
+                    let worker = move || {
+                        let _in = hangs::enter(context);
                         // Each worker connects on its own thread: the
                         // connections open at once, not one after another.
                         let mut worker = inbox.open(fixture);
                         let mut outcomes = Summary::default();
                         for (slice, inside) in batch.chunks(slice).zip(slices) {
+                            let waiting = hangs::waiting(format!(
+                                "{name} at the barrier, waiting for the others"
+                            ));
                             barrier.wait();
+                            drop(waiting);
                             if inside.fetch_add(1, Ordering::SeqCst) == 1 {
                                 raced_now.fetch_add(1, Ordering::Relaxed);
                             }
@@ -108,7 +122,8 @@ fn play_rounds<S: Subject>(
                             inside.fetch_sub(1, Ordering::SeqCst);
                         }
                         outcomes
-                    })
+                    };
+                    thread.spawn_scoped(scope, worker).expect("start a worker")
                 })
                 .collect();
             threads

@@ -28,6 +28,7 @@ use {{crate_name}}::pipeline::{self, ByPartitionKey, Options, Route, Summary};
 use {{crate_name}}::source::{Acknowledge, Incoming, Source, Stop, Verdict};
 
 use crate::support::database::Fixture;
+use crate::support::harness::hangs;
 use crate::support::harness::judge::observe;
 use crate::support::harness::{
     Expected, FailFirstAttempt, Play, RealInbox, Subject, Violation, facts, fixture_for,
@@ -142,6 +143,8 @@ struct Recording {
     inner: Box<dyn Inbox>,
     worker: usize,
     log: Arc<Mutex<Vec<(usize, String)>>>,
+    /// The scenario it delivers for (the pipeline's threads are its own).
+    context: Option<hangs::Context>,
 }
 
 impl Inbox for Recording {
@@ -153,6 +156,12 @@ impl Inbox for Recording {
                 .map(|delivery| (self.worker, delivery.message.id.to_string())),
         );
         drop(log);
+        let _in = hangs::enter(self.context.clone());
+        let _waiting = hangs::waiting(format!(
+            "pipeline worker {} delivering {} messages",
+            self.worker + 1,
+            batch.len()
+        ));
         self.inner.deliver_batch(batch)
     }
 }
@@ -181,12 +190,14 @@ fn run_pipeline(
     let workers = Arc::new(AtomicUsize::new(0));
     let open = {
         let (routed, database) = (routed.clone(), fixture.location());
+        let context = hangs::context();
         move || -> Result<Recording, StorageError> {
             let worker = workers.fetch_add(1, Ordering::SeqCst);
             Ok(Recording {
                 inner: Fixture::attach(&database).inbox(Policy::default()),
                 worker,
                 log: routed.clone(),
+                context: context.clone(),
             })
         }
     };
@@ -201,6 +212,7 @@ fn run_pipeline(
         witness: witness.clone(),
     });
     let runtime = tokio::runtime::Runtime::new().expect("runtime");
+    let _waiting = hangs::waiting("the pipeline to deliver and settle every message");
     let report = runtime
         .block_on(pipeline::run_until(
             source.wrap(scripted),
@@ -224,6 +236,11 @@ pub fn through_the_pipeline<S: Subject>(
     source: &dyn SourceUnderTest,
     route: Arc<dyn Route>,
 ) -> Result<Play<S::State>, Violation> {
+    let _scenario = hangs::scenario(format!(
+        "through the pipeline, {}, for `{}`",
+        source.name(),
+        subject.handler().consumer()
+    ));
     let fixture = fixture_for(&RealInbox::BATCHED, &[subject]);
     let mut messages = facts(subject, "m-", 40);
     let mut round = 0;

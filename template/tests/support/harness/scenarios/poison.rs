@@ -14,6 +14,7 @@ use {{crate_name}}::message::Message;
 use {{crate_name}}::pipeline::Summary;
 
 use super::{applied_facts, deliver_all};
+use crate::support::harness::hangs;
 use crate::support::harness::judge::observe;
 use crate::support::harness::{
     DeadLettersUnderTest, Expected, FailFor, Play, RealInbox, Subject, Violation, facts,
@@ -34,6 +35,11 @@ pub fn play_dead_letters<S: Subject>(
     subject: &S,
     letters: &dyn DeadLettersUnderTest,
 ) -> (Play<S::State>, [Outcome; 2], Vec<u32>) {
+    let _scenario = hangs::scenario(format!(
+        "dead letters via {}, for `{}`",
+        letters.name(),
+        subject.handler().consumer()
+    ));
     let fixture = fixture_for(&RealInbox::BATCHED, &[subject]);
     let handler = subject.handler();
     let messages = applied_facts(subject, 4);
@@ -82,6 +88,11 @@ fn redrive(
     handler: &dyn {{crate_name}}::handler::Handler,
     message: &Message,
 ) -> Outcome {
+    let _waiting = hangs::waiting(format!(
+        "redriving {} to `{}`",
+        message.id,
+        handler.consumer()
+    ));
     inbox
         .redrive(handler, message)
         .unwrap_or_else(|error| Outcome::Failed(format!("storage error: {error}")))
@@ -213,6 +224,11 @@ pub fn crash_loop<S: Subject>(
     subject: &S,
     letters: &dyn DeadLettersUnderTest,
 ) -> Result<Play<S::State>, Violation> {
+    let _scenario = hangs::scenario(format!(
+        "crash loop via {}, for `{}`",
+        letters.name(),
+        subject.handler().consumer()
+    ));
     let fixture = fixture_for(&RealInbox::BATCHED, &[subject]);
     let handler = subject.handler();
     let messages = applied_facts(subject, 2);
@@ -232,7 +248,10 @@ pub fn crash_loop<S: Subject>(
         },
     ];
     let mut first = Summary::default();
-    match inbox.deliver_batch(&batch) {
+    let waiting = hangs::waiting("delivering a batch that crashes its worker");
+    let delivered = inbox.deliver_batch(&batch);
+    drop(waiting);
+    match delivered {
         Ok(outcomes) => outcomes.iter().for_each(|o| first.count(o)),
         Err(error) => {
             eprintln!("storage error: {error}");
@@ -309,6 +328,11 @@ pub fn refused_after_a_failure<S: Subject>(
     subject: &S,
     letters: &dyn DeadLettersUnderTest,
 ) -> Result<Option<Play<S::State>>, Violation> {
+    let _scenario = hangs::scenario(format!(
+        "refused after a failure via {}, for `{}`",
+        letters.name(),
+        subject.handler().consumer()
+    ));
     let candidates = facts(subject, "m-", 40);
     let refused = subject.model(&candidates).refused;
     let Some(last) = candidates

@@ -12,7 +12,7 @@ use {{crate_name}}::message::Message;
 use {{crate_name}}::pipeline::Summary;
 
 use crate::support::database::Fixture;
-use crate::support::harness::InboxUnderTest;
+use crate::support::harness::{InboxUnderTest, hangs};
 
 /// The test that plays the second process. Every test binary that plays
 /// the restart or rules-across-messages scenario declares it, calling
@@ -70,6 +70,10 @@ pub fn serve_second_process(inbox_named: impl Fn(&str) -> Option<Box<dyn InboxUn
             panic!("a second process needs a registered consumer, not {consumer:?}")
         });
     let kind = field("kind");
+    let _scenario = hangs::scenario(format!(
+        "the second process of `{kind}` via {}, for `{consumer}`",
+        inbox.name()
+    ));
     let assignment = Assignment {
         fixture: Fixture::attach(&field("fixture")),
         inbox,

@@ -8,6 +8,7 @@ use std::collections::HashSet;
 use {{crate_name}}::message::Message;
 
 use super::deliver_all;
+use crate::support::harness::hangs;
 use crate::support::harness::judge::observe;
 use crate::support::harness::{
     Expected, FailFirstAttempt, InboxUnderTest, Play, Subject, Violation, facts, fixture_for,
@@ -42,6 +43,11 @@ pub fn play_redeliver_after_failure<S: Subject>(
     count: usize,
     failing: impl Fn(usize) -> bool,
 ) -> Play<S::State> {
+    let _scenario = hangs::scenario(format!(
+        "redelivery after a failure via {}, for `{}`",
+        inbox.name(),
+        subject.handler().consumer()
+    ));
     let fixture = fixture_for(inbox, &[subject]);
     let messages = facts(subject, "m-", count);
     let failing_ids = made_to_fail(subject, &messages, &failing);

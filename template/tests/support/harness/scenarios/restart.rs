@@ -15,6 +15,7 @@ use super::process::{
     summary_to_json, to_lines,
 };
 use crate::support::database::Fixture;
+use crate::support::harness::hangs;
 use crate::support::harness::judge::observe;
 use crate::support::harness::{InboxUnderTest, Play, Subject, Violation, facts, fixture_for};
 
@@ -26,6 +27,11 @@ pub fn play_restart<S: Subject>(
     inbox: &dyn InboxUnderTest,
     count: usize,
 ) -> Play<S::State> {
+    let _scenario = hangs::scenario(format!(
+        "restart via {}, for `{}`",
+        inbox.name(),
+        subject.handler().consumer()
+    ));
     let fixture = fixture_for(inbox, &[subject]);
     let handler = subject.handler();
     let messages = facts(subject, "m-", count);
@@ -75,9 +81,11 @@ fn second_process_round(
         "input": input,
         "output": output,
     });
+    let waiting = hangs::waiting_for_process("the second process's round");
     let run = second_process(&assignment)
         .output()
         .expect("start the second process");
+    drop(waiting);
     let report = std::fs::read_to_string(&output).unwrap_or_else(|_| {
         panic!(
             "the second process reported nothing (does this test binary declare `{SECOND_PROCESS_TEST}`?):\n{}\n{}",

@@ -15,6 +15,7 @@ use {{crate_name}}::message::Message;
 use {{crate_name}}::store::{Purged, Store};
 
 use crate::support::database::Fixture;
+use crate::support::harness::hangs;
 
 use super::deliver_all;
 use crate::support::harness::judge::observe;
@@ -100,6 +101,11 @@ pub fn play_purge_edge<S: Subject>(
     purger: &dyn Purger,
     count: usize,
 ) -> (Play<S::State>, PurgeReport) {
+    let _scenario = hangs::scenario(format!(
+        "purge edge via {}, for `{}`",
+        purger.name(),
+        subject.handler().consumer()
+    ));
     let inbox = RealInbox::BATCHED;
     let fixture = fixture_for(&inbox, &[subject]);
     let handler = subject.handler();

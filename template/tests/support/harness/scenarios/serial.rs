@@ -45,6 +45,7 @@ use super::process::{
     Assignment, from_lines, second_process, summary_from_json, summary_to_json, to_lines,
 };
 use crate::support::database::{CONCURRENT_WRITERS, Fixture};
+use crate::support::harness::hangs;
 use crate::support::harness::judge::{observe, state_against};
 use crate::support::harness::{InboxUnderTest, Play, Subject, Violation, env_number, fixture_for};
 
@@ -171,6 +172,11 @@ pub fn rules_across_messages<S: Subject>(
     subject: &S,
     inbox: &dyn InboxUnderTest,
 ) -> Result<Play<S::State>, Violation> {
+    let _scenario = hangs::scenario(format!(
+        "rules across messages via {}, for `{}`",
+        inbox.name(),
+        subject.handler().consumer()
+    ));
     let wanted = env_number("SERIAL_ROUNDS", SERIAL_ROUNDS as u64) as usize;
     let rounds: Vec<Vec<Message>> = (0..wanted)
         .map(|round| subject.contended(round))
@@ -213,6 +219,7 @@ pub fn rules_across_messages<S: Subject>(
     let mut to_helper = helper.stdin.take().expect("piped stdin");
     let mut from_helper = BufReader::new(helper.stdout.take().expect("piped stdout")).lines();
     let mut said = |prefix: &str| -> String {
+        let _waiting = hangs::waiting_for_process(format!("the second process to say {prefix:?}"));
         from_helper
             .by_ref()
             .map_while(Result::ok)
@@ -271,6 +278,7 @@ pub fn rules_across_messages<S: Subject>(
             sent.extend(messages.iter().cloned());
             let in_sent_order = subject.model(&sent);
             drop(to_helper);
+            let _waiting = hangs::waiting_for_process("the second process to end");
             let _ = helper.wait();
             return Err(play.violation(&format!(
                 "round {round}: no serial order of its {} messages gives what the handler left ({}; the handler refused {refused:?}, the model refuses {:?}); a rule across messages was checked without a lock?",
@@ -281,6 +289,7 @@ pub fn rules_across_messages<S: Subject>(
         };
         if round_outcomes.failed + round_outcomes.duplicate + round_outcomes.dead_lettered > 0 {
             drop(to_helper);
+            let _waiting = hangs::waiting_for_process("the second process to end");
             let _ = helper.wait();
             return Err(play.violation(&format!(
                 "round {round}: outcomes {round_outcomes}: each message must be applied or refused, once"
@@ -290,6 +299,7 @@ pub fn rules_across_messages<S: Subject>(
         play.observed = observed;
     }
     drop(to_helper);
+    let _waiting = hangs::waiting_for_process("the second process to end");
     let _ = helper.wait();
     Ok(play)
 }
@@ -316,23 +326,33 @@ fn at_once(
             .enumerate()
             .map(|(worker, (inbox, message))| {
                 let (start, gate) = (&start, &gate);
-                scope.spawn(move || {
+                let context = hangs::context();
+                let name = format!("worker {} of {}", worker + 1, local.len());
+                let thread = std::thread::Builder::new().name(name.clone());
+                let work = move || {
+                    let _in = hangs::enter(context);
                     let gated = GatedHandler {
                         inner: handler,
                         gate,
                         worker,
                     };
                     let deliverer: &dyn Handler = if CONCURRENT_WRITERS { &gated } else { handler };
+                    let waiting =
+                        hangs::waiting(format!("{name} at the start, waiting for the others"));
                     start.wait();
+                    drop(waiting);
                     let summary =
                         deliver_all(inbox.as_mut(), deliverer, std::slice::from_ref(message));
                     gate.set(worker, Place::Gone);
                     summary
-                })
+                };
+                thread.spawn_scoped(scope, work).expect("start a worker")
             })
             .collect();
         tell(to_helper, &format!("go {round}"));
+        let waiting = hangs::waiting("the workers to start");
         start.wait();
+        drop(waiting);
         threads
             .into_iter()
             .fold(Summary::default(), |mut sum, thread| {
@@ -422,9 +442,13 @@ pub(super) fn second_process_rounds(assignment: &Assignment) {
                 .filter_map(|(at, worker)| {
                     let (_, message) = chosen.iter().find(|(chosen_at, _)| *chosen_at == at)?;
                     let message = *message;
-                    Some(scope.spawn(move || {
+                    let context = hangs::context();
+                    let thread = std::thread::Builder::new().name(format!("worker {}", at + 1));
+                    let work = move || {
+                        let _in = hangs::enter(context);
                         deliver_all(worker.as_mut(), handler, std::slice::from_ref(message))
-                    }))
+                    };
+                    Some(thread.spawn_scoped(scope, work).expect("start a worker"))
                 })
                 .collect();
             threads

@@ -15,6 +15,7 @@ use {{crate_name}}::message::Message;
 use {{crate_name}}::pipeline::Summary;
 
 use super::deliver_all;
+use crate::support::harness::hangs;
 use crate::support::harness::judge::observe;
 use crate::support::harness::{
     Expected, InboxUnderTest, Play, Subject, Violation, facts, fixture_for,
@@ -48,6 +49,7 @@ pub fn play_statement_fails(
     count: usize,
     how: Failing,
 ) -> Option<Play<<DebitSubject as Subject>::State>> {
+    let _scenario = hangs::scenario(format!("a statement fails ({how:?}) via {}", inbox.name()));
     let subject = DebitSubject::real();
     let fixture = fixture_for(inbox, &[&subject]);
     let handler = subject.handler();

@@ -17,6 +17,7 @@ use {{crate_name}}::pipeline::Summary;
 
 use super::{Fault, applied_facts, deliver_all, play_through_fault};
 use crate::support::database::Fixture;
+use crate::support::harness::hangs;
 use crate::support::harness::judge::observe;
 use crate::support::harness::{
     Expected, InboxUnderTest, Observed, Play, RealInbox, Subject, Violation, fixture_for,
@@ -77,6 +78,11 @@ pub fn play_storage_fault_in_handler<S: Subject>(
     inbox: &dyn InboxUnderTest,
     count: usize,
 ) -> Play<S::State> {
+    let _scenario = hangs::scenario(format!(
+        "storage fault in the handler via {}, for `{}`",
+        inbox.name(),
+        subject.handler().consumer()
+    ));
     let fixture = fixture_for(inbox, &[subject]);
     let messages = applied_facts(subject, count);
     // The first message of every batch faults, so every batch fails.
@@ -183,6 +189,11 @@ pub fn play_claim_held_elsewhere<S: Subject>(
     inbox: &dyn ImpatientUnderTest,
     count: usize,
 ) -> Play<S::State> {
+    let _scenario = hangs::scenario(format!(
+        "claim held elsewhere via {}, for `{}`",
+        inbox.name(),
+        subject.handler().consumer()
+    ));
     let fixture = fixture_for(&RealInbox::BATCHED, &[subject]);
     let handler = subject.handler();
     let messages = applied_facts(subject, count);
@@ -225,6 +236,11 @@ pub fn play_claim_refused<S: Subject>(
     inbox: &dyn InboxUnderTest,
     count: usize,
 ) -> Play<S::State> {
+    let _scenario = hangs::scenario(format!(
+        "claim refused via {}, for `{}`",
+        inbox.name(),
+        subject.handler().consumer()
+    ));
     let fixture = fixture_for(inbox, &[subject]);
     let handler = subject.handler();
     let messages = applied_facts(subject, count);
@@ -266,6 +282,11 @@ pub fn conflicts_retried<S: Subject>(
     subject: &S,
     inbox: &dyn InboxUnderTest,
 ) -> Result<Option<Play<S::State>>, Violation> {
+    let _scenario = hangs::scenario(format!(
+        "conflicts retried via {}, for `{}`",
+        inbox.name(),
+        subject.handler().consumer()
+    ));
     let fixture = fixture_for(inbox, &[subject]);
     let Some(conflicts) = fixture.conflicts() else {
         return Ok(None);

@@ -2,6 +2,7 @@
 //! again.
 
 use super::deliver_all;
+use crate::support::harness::hangs;
 use crate::support::harness::judge::observe;
 use crate::support::harness::{InboxUnderTest, Play, Subject, Violation, facts, fixture_for};
 
@@ -10,6 +11,11 @@ pub fn play_run_twice<S: Subject>(
     inbox: &dyn InboxUnderTest,
     count: usize,
 ) -> Play<S::State> {
+    let _scenario = hangs::scenario(format!(
+        "run twice via {}, for `{}`",
+        inbox.name(),
+        subject.handler().consumer()
+    ));
     let fixture = fixture_for(inbox, &[subject]);
     let handler = subject.handler();
     let messages = facts(subject, "m-", count);
