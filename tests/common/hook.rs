@@ -10,6 +10,8 @@ use std::process::{Command, Stdio};
 
 use serde_json::Value;
 
+use super::replay::Edit;
+
 /// One stop.
 pub struct Stop<'a> {
     /// The hook script.
@@ -212,33 +214,102 @@ pub fn failed_tests(libtest_output: &str) -> Vec<String> {
 /// A consumer that hangs: every delivery, on either database, waits inside
 /// its transaction for a signal that never comes. (Move this edit with the
 /// inbox's `settle` if it moves.)
-pub const HANG: super::replay::Edit = super::replay::Edit {
+pub const HANG: Edit = Edit {
     path: "src/inbox/apply.rs",
     find: ") -> Result<Result<(), Failure>, StorageError> {\n    let error = match result {",
     replace: ") -> Result<Result<(), Failure>, StorageError> {\n    let (_go, signal) = std::sync::mpsc::channel::<()>();\n    let _ = signal.recv();\n    let error = match result {",
 };
 
-/// With [`HANG`] in place, the project's Stop hook blocks, well within its
-/// timeout, naming the hung test and its scenario: the required tests fail
-/// a hang themselves (the harness's watchdog). Only the required tests are
-/// run: the other checks are not about hangs. The project is put back.
+/// A consumer that hangs on SQLite: every batch's claims are written again
+/// on a second connection, which waits without limit for the write lock
+/// the batch's own transaction holds.
+const CLAIM_ON_A_SECOND_CONNECTION_SQLITE: Edit = Edit {
+    path: "src/sqlite/inbox.rs",
+    find: "            .transaction_with_behavior(TransactionBehavior::Immediate)?;\n",
+    replace: "            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let second = Connection::open(tx.path().unwrap_or_default())?;
+        second.busy_timeout(std::time::Duration::from_millis(i32::MAX as u64))?;
+        for delivery in batch {
+            second.execute(
+                \"INSERT OR IGNORE INTO inbox (consumer, message_id, received_at) VALUES (?1, ?2, 0)\",
+                (delivery.handler.consumer(), delivery.message.id.as_str()),
+            )?;
+        }
+",
+};
+
+/// The same on PostgreSQL: the second connection (without a lock timeout)
+/// waits for the rows the batch's claim holds.
+const CLAIM_ON_A_SECOND_CONNECTION_POSTGRES: [Edit; 2] = [
+    Edit {
+        path: "src/postgres/inbox.rs",
+        find: "    fn try_batch(&mut self, batch: &[Delivery<'_>]) -> Result<Vec<Outcome>, StorageError> {\n",
+        replace: "    fn try_batch(&mut self, batch: &[Delivery<'_>]) -> Result<Vec<Outcome>, StorageError> {
+        let mut second = self.database.connect()?;
+        second.batch_execute(\"SET lock_timeout = 0; SET statement_timeout = 0\")?;
+",
+    },
+    Edit {
+        path: "src/postgres/inbox.rs",
+        find: "        let committed = BatchTx::claim(client, statements, batch, policy)\n",
+        replace: "        let committed = BatchTx::claim(client, statements, batch, policy)
+            .and_then(|work| {
+                for delivery in batch {
+                    second.execute(
+                        \"INSERT INTO inbox (consumer, message_id, received_at) VALUES ($1, $2, 0) ON CONFLICT DO NOTHING\",
+                        &[&delivery.handler.consumer(), &delivery.message.id.as_str()],
+                    )?;
+                }
+                Ok(work)
+            })
+",
+    },
+];
+
+/// The consumers of the required tests' blocking teeth, written into the
+/// project's own inbox: a worker waiting for a signal that never comes,
+/// and a claim on a second connection waiting for its own transaction's
+/// lock (in this project's database).
+pub fn hanging_consumers(root: &Path) -> Vec<(&'static str, Vec<Edit>)> {
+    let second = if root.join("src/sqlite/inbox.rs").exists() {
+        vec![CLAIM_ON_A_SECOND_CONNECTION_SQLITE]
+    } else {
+        CLAIM_ON_A_SECOND_CONNECTION_POSTGRES.to_vec()
+    };
+    vec![
+        ("a worker waiting for a signal", vec![HANG]),
+        ("a claim on a second connection", second),
+    ]
+}
+
+/// With each of [`hanging_consumers`] in place, the project's Stop hook
+/// blocks, well within its timeout, naming the hung test and its scenario:
+/// the required tests fail a hang themselves (the harness's watchdog, here
+/// with a limit of 5 s to keep the kit's own tests short). Only the
+/// required tests are run: the other checks are not about hangs. The
+/// project is put back.
 pub fn assert_a_hang_blocks_the_stop(root: &Path) {
-    HANG.apply(root);
-    let started = std::time::Instant::now();
-    let answer = Stop::new(root, "hang")
-        .env("STOP_HOOK_SKIP", "fmt clippy unit red-green")
-        .run();
-    let seconds = started.elapsed().as_secs();
-    HANG.revert(root);
-    let reason = answer.reason();
-    assert!(
-        reason.contains("hung: a hang counts as a failure")
-            && reason.contains("Scenario: ")
-            && reason.contains("(cargo test --test conformance)"),
-        "a hang did not block the stop as a failing required test:\n{reason}"
-    );
-    assert!(
-        seconds < 300,
-        "the hook took {seconds} s to block a hang (Claude Code gives it 600)"
-    );
+    for (consumer, edits) in hanging_consumers(root) {
+        super::replay::apply(root, &edits);
+        let started = std::time::Instant::now();
+        let answer = Stop::new(root, "hang")
+            .env("STOP_HOOK_SKIP", "fmt clippy unit red-green")
+            .env("INBOX_TEST_HANG_SECONDS", "5")
+            .run();
+        let seconds = started.elapsed().as_secs();
+        for edit in edits.iter().rev() {
+            edit.revert(root);
+        }
+        let reason = answer.reason();
+        assert!(
+            reason.contains("hung: a hang counts as a failure")
+                && reason.contains("Scenario: ")
+                && reason.contains("(cargo test --test conformance)"),
+            "{consumer}: the hang did not block the stop as a failing required test:\n{reason}"
+        );
+        assert!(
+            seconds < 300,
+            "{consumer}: the hook took {seconds} s to block a hang (Claude Code gives it 600)"
+        );
+    }
 }

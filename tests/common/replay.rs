@@ -51,6 +51,7 @@ pub struct Place {
     pub path: &'static str,
 }
 
+#[derive(Clone, Copy)]
 pub struct Edit {
     pub path: &'static str,
     pub find: &'static str,
