@@ -79,13 +79,22 @@ fn accepts_tests_seen_failing_first_and_rejects_every_other_history() {
     // A follow-up change to src/ alone (a refactor) needs no new test.
     let handler = root.join(consumer.handler.path);
     let text = std::fs::read_to_string(&handler).unwrap();
-    std::fs::write(&handler, text + "// tidied\n").unwrap();
+    std::fs::write(&handler, format!("{text}// tidied\n")).unwrap();
     repo.commit_all("reserving: tidy");
     let (code, out) = red_green(root, &[]);
     assert_eq!(
         code, 0,
         "a follow-up to an accepted change was rejected:\n{out}"
     );
+    // An edit not yet committed is named as not checked, never judged.
+    std::fs::write(&handler, format!("{text}// tidied\n// not committed\n")).unwrap();
+    let (code, out) = red_green(root, &[]);
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.contains("NOT checked") && out.contains(consumer.handler.path),
+        "an uncommitted change was not listed as not checked:\n{out}"
+    );
+    repo.commit_all("reserving: tidy again");
 
     // A change to the layout alone of a file of tests (`#[test]` and all),
     // with a change to src/: no test changed, none to prove red.

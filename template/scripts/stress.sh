@@ -8,7 +8,9 @@
 # Before it starts it times one iteration and says how long the whole run
 # will take (or how many iterations fit in DURATION), so a count that would
 # take an hour is seen at once. The time budget covers the repetitions,
-# not the build before them. Ends with the iterations run and the rate.
+# not the build before them; the build says it is running, and is the one
+# `cargo test` already made (the debug profile), so after `cargo test` it
+# takes seconds. Ends with the iterations run and the rate.
 #
 # Which tests: every test in tests/conformance/ whose module or function
 # name starts with `parallel` (`parallel::...`, `loyalty::parallel_...`), so
@@ -18,7 +20,8 @@
 #   STRESS_WORKERS=8 STRESS_MESSAGES=200   harder schedules (defaults 4, 50)
 #   STRESS_TESTS='(^|::)parallel'          which tests: a regular expression on test names
 #   STRESS_RUNNER=loop                     use the plain loop even if cargo-nextest is installed
-#   STRESS_PROFILE=debug                   test the debug build (default: release, faster per run)
+#   STRESS_PROFILE=release                 test an optimised build: more iterations per minute,
+#                                          after a release build of its own (minutes, cold)
 #   PARALLEL_ROUNDS=1                      rounds per test run (1 here, since repeating is this
 #                                          script's job; a plain `cargo test` plays 10)
 #   PARALLEL_RACED_SLICES=0                extra rounds until this many messages raced (0 here;
@@ -63,17 +66,25 @@ esac
 pattern="${STRESS_TESTS:-(^|::)parallel}"
 export STRESS_WORKERS="${STRESS_WORKERS:-4}" STRESS_MESSAGES="${STRESS_MESSAGES:-50}"
 export PARALLEL_ROUNDS="${PARALLEL_ROUNDS:-1}" PARALLEL_RACED_SLICES="${PARALLEL_RACED_SLICES:-0}"
-case "${STRESS_PROFILE:-release}" in
+case "${STRESS_PROFILE:-debug}" in
     release) profile=(--release) ;;
     debug) profile=() ;;
     *) echo "stress: STRESS_PROFILE must be release or debug" >&2; exit 2 ;;
 esac
 
-binary=$(cargo test "${profile[@]}" --no-run --test conformance 2>&1 | sed -n 's/.*Executable.*(\(.*\))$/\1/p' | tail -n 1)
+build_log=$(mktemp)
+echo "stress: building the conformance tests (${STRESS_PROFILE:-debug} profile; the time budget starts after the build)..." >&2
+build_started=$SECONDS
+cargo test "${profile[@]}" --no-run --test conformance >"$build_log" 2>&1 || true
+binary=$(sed -n 's/.*Executable.*(\(.*\))$/\1/p' "$build_log" | tail -n 1)
 if [[ -z "$binary" || ! -x "$binary" ]]; then
-    echo "stress: could not build the conformance tests (cargo test ${profile[*]} --no-run --test conformance)" >&2
+    echo "stress: could not build the conformance tests (cargo test ${profile[*]} --no-run --test conformance); its last lines:" >&2
+    tail -n 30 "$build_log" >&2
+    rm -f "$build_log"
     exit 1
 fi
+rm -f "$build_log"
+echo "stress: built in $((SECONDS - build_started))s" >&2
 mapfile -t tests < <("$binary" --list --format terse | sed -n 's/: test$//p' | grep -E "$pattern" || true)
 if [[ ${#tests[@]} -eq 0 ]]; then
     echo "stress: no test in tests/conformance matches '$pattern'" >&2

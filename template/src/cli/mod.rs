@@ -17,6 +17,7 @@ mod progress;
 mod purge;
 mod relay;
 mod run;
+mod seed;
 pub mod telemetry;
 mod work;
 
@@ -55,6 +56,7 @@ enum Command {
     #[command(flatten)]
     Broker(broker::BrokerCommand),
     OpenAccount(accounts::OpenAccountArgs),
+    Seed(seed::SeedArgs),
     /// Show balances, inbox rows per consumer, notifications and dead letters.
     Status,
     #[command(subcommand)]
@@ -62,7 +64,7 @@ enum Command {
     Purge(purge::PurgeArgs),
     #[command(subcommand)]
     Relay(relay::RelayCommand),
-    /// Create the tables that are missing (`run` and `open-account` do it too).
+    /// Create the tables that are missing (`run`, `open-account` and `seed` do it too).
     Migrate,
 }
 
@@ -78,6 +80,7 @@ impl Cli {
             Command::Run(args) => run::run(args, database),
             Command::Broker(command) => command.execute(database),
             Command::OpenAccount(args) => accounts::open_account(args, &database.open()?),
+            Command::Seed(args) => seed::seed(args, database),
             Command::Status => accounts::status(&database.open_existing()?),
             Command::DeadLetters(command) => {
                 dead_letters::execute(command, &database.open_existing()?)

@@ -135,6 +135,15 @@ impl Database {
         Ok(found.is_some())
     }
 
+    /// Runs `sql` (statements separated by `;`) in one transaction, in the
+    /// schema: all of them or, when one fails, none.
+    pub fn execute_script(&self, sql: &str) -> Result<(), StorageError> {
+        let mut client = self.connect()?;
+        let mut tx = client.transaction()?;
+        tx.batch_execute(sql)?;
+        Ok(tx.commit()?)
+    }
+
     /// A new connection whose `search_path` is the schema.
     pub fn connect(&self) -> Result<Client, StorageError> {
         let mut client = postgres::Config::from(self.config()?).connect(NoTls)?;

@@ -36,7 +36,7 @@ impl DatabaseOptions {
             .with_context(|| format!("could not connect to {}", database.describe()))?;
         if !has_tables {
             anyhow::bail!(
-                "no inbox tables in schema {:?} at {} (check --schema or DATABASE_SCHEMA; `run`, `open-account` and `migrate` create them)",
+                "no inbox tables in schema {:?} at {} (check --schema or DATABASE_SCHEMA; `run`, `open-account`, `seed` and `migrate` create them)",
                 self.schema,
                 database.describe()
             );

@@ -136,6 +136,15 @@ impl Database {
         Ok(tx.commit()?)
     }
 
+    /// Runs `sql` (statements separated by `;`) in one transaction: all of
+    /// them or, when one fails, none.
+    pub fn execute_script(&self, sql: &str) -> Result<(), StorageError> {
+        let mut db = self.connect()?;
+        let tx = db.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        tx.execute_batch(sql)?;
+        Ok(tx.commit()?)
+    }
+
     /// A new plain connection, configured like the workers' ones.
     pub fn connect(&self) -> Result<Connection, StorageError> {
         let mut db = Connection::open(&self.path)?;

@@ -44,7 +44,7 @@ impl DatabaseOptions {
     pub fn open_existing(&self) -> anyhow::Result<Database> {
         if !self.db.exists() {
             anyhow::bail!(
-                "no database at {} (give its path with --db or CONSUMER_DB; `run` and `open-account` create one)",
+                "no database at {} (give its path with --db or CONSUMER_DB; `run`, `open-account` and `seed` create one)",
                 self.db.display()
             );
         }

@@ -20,6 +20,7 @@
 //! * `otlp`: `--otlp-endpoint` exports the run's spans, in the producer's
 //!   trace, before the process exits;
 //! * `safety`: SQL only through bound parameters, no secrets in logs;
+//! * `seed`: a consumer's state set up from a file of SQL, all or nothing;
 //! * `upgrade`: a database made before a column was added gets it.
 //!
 //! Longer runs are opt-in: `CRASH_KILLS=200`, `FUZZ_CASES=1000000`,
@@ -69,4 +70,5 @@ mod poison;
 mod retention;
 mod safety;
 mod schedules;
+mod seed;
 mod upgrade;

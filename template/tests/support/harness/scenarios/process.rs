@@ -63,12 +63,12 @@ pub fn serve_second_process(inbox_named: impl Fn(&str) -> Option<Box<dyn InboxUn
     let inbox = inbox_named(&field("inbox"))
         .unwrap_or_else(|| panic!("no inbox under test named {:?}", field("inbox")));
     let consumer = field("consumer");
-    let handler = handlers::all()
-        .into_iter()
-        .find(|handler| handler.consumer() == consumer)
-        .unwrap_or_else(|| {
-            panic!("a second process needs a registered consumer, not {consumer:?}")
-        });
+    // `select` checks every consumer first: two sharing a name would
+    // otherwise hand this process the wrong one, and its failure would
+    // blame the scenario instead of the name.
+    let handler = handlers::select(std::slice::from_ref(&consumer))
+        .unwrap_or_else(|error| panic!("the second process cannot find its consumer: {error}"))
+        .remove(0);
     let kind = field("kind");
     let _scenario = hangs::scenario(format!(
         "the second process of `{kind}` via {}, for `{consumer}`",
