@@ -1,9 +1,5 @@
 //! Defaults chosen when this project was generated (inbox-kit options
 //! `default_workers`{% if database == "sqlite" %} and `durability`{% endif %}). Command-line flags override them.
-{%- if database == "sqlite" %}
-
-use crate::sqlite::Durability;
-{%- endif %}
 
 /// Worker threads `run` uses unless `--workers` says otherwise.
 pub const WORKERS: u16 = {{default_workers}};
@@ -11,4 +7,15 @@ pub const WORKERS: u16 = {{default_workers}};
 
 /// How hard commits are pushed to disk unless `--durability` says otherwise.
 pub const DURABILITY: Durability = Durability::{{durability | capitalize}};
+
+/// How hard SQLite pushes each commit to disk. The trade-off is explained
+/// in the README ("Durability").
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Durability {
+    /// `synchronous=NORMAL`: fast; survives a crash of this process, but a
+    /// power loss can undo the last commits.
+    Normal,
+    /// `synchronous=FULL`: every commit is on disk before it counts.
+    Full,
+}
 {%- endif %}

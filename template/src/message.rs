@@ -99,4 +99,9 @@ mod tests {
     fn the_limit_itself_is_allowed() {
         assert!(MessageId::new("x".repeat(MAX_MESSAGE_ID_BYTES)).is_ok());
     }
+
+    #[test]
+    fn a_business_id_has_a_message_ids_limit() {
+        assert_eq!(crate::event::MAX_BUSINESS_ID_BYTES, MAX_MESSAGE_ID_BYTES);
+    }
 }

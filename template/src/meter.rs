@@ -13,7 +13,6 @@
 use std::time::Duration;
 
 use crate::inbox::{Delivery, Outcome};
-use crate::relay::RelayCounts;
 
 /// How a transaction over a batch ended.
 #[derive(Clone, Copy, Debug)]
@@ -47,4 +46,24 @@ pub struct Unmetered;
 
 impl Meter for Unmetered {
     fn batch_ended(&self, _: &[Delivery<'_>], _: BatchEnd<'_>, _: Duration) {}
+}
+
+/// What a relay did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RelayCounts {
+    pub sent: u64,
+    /// Sends the receiver recognised as repeats (counted in `sent` too).
+    pub already_there: u64,
+    pub failed: u64,
+    pub parked: u64,
+}
+
+impl std::fmt::Display for RelayCounts {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "sent={} already_there={} failed={} parked={}",
+            self.sent, self.already_there, self.failed, self.parked
+        )
+    }
 }

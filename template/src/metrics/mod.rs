@@ -32,8 +32,7 @@ use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::{Registry, Unit};
 
 use crate::inbox::{Delivery, FAILED_INDEX, Outcome, StorageError};
-use crate::meter::{BatchEnd, Meter};
-use crate::relay::RelayCounts;
+use crate::meter::{BatchEnd, Meter, RelayCounts};
 use crate::source::BrokerProbe;
 use crate::store::{Backlog, Store};
 use backlog::BacklogGauges;

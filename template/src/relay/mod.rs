@@ -31,6 +31,8 @@ pub mod lines;
 pub mod nats;
 {%- endif %}
 
+pub use crate::meter::RelayCounts;
+
 use std::time::{Duration, Instant};
 
 use crate::handlers::Notification;
@@ -176,26 +178,6 @@ impl RelayPolicy {
             .saturating_mul(1 << failures.saturating_sub(1).min(16))
             .min(Duration::from_secs(60));
         now.saturating_add(i64::try_from(wait.as_millis()).unwrap_or(i64::MAX))
-    }
-}
-
-/// What a relay did.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct RelayCounts {
-    pub sent: u64,
-    /// Sends the receiver recognised as repeats (counted in `sent` too).
-    pub already_there: u64,
-    pub failed: u64,
-    pub parked: u64,
-}
-
-impl std::fmt::Display for RelayCounts {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "sent={} already_there={} failed={} parked={}",
-            self.sent, self.already_there, self.failed, self.parked
-        )
     }
 }
 

@@ -19,6 +19,7 @@ mod tables;
 
 pub use inbox::SqliteInbox;
 pub use options::DatabaseOptions;
+pub use crate::defaults::Durability;
 pub use relay::SqliteQueue;
 pub use tables::SqliteTables;
 
@@ -45,23 +46,11 @@ const SCHEMA: &str = include_str!("schema.sql");
 /// database made before them gets each one that it lacks.
 const ADDED_COLUMNS: [(&str, &str, &str); 1] = [("notifications", "trace_parent", "TEXT")];
 
-/// How hard SQLite pushes each commit to disk. The trade-off is explained
-/// in the README ("Durability").
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum Durability {
-    /// `synchronous=NORMAL`: fast; survives a crash of this process, but a
-    /// power loss can undo the last commits.
-    Normal,
-    /// `synchronous=FULL`: every commit is on disk before it counts.
-    Full,
-}
-
-impl Durability {
-    fn pragma(self) -> &'static str {
-        match self {
-            Self::Normal => "NORMAL",
-            Self::Full => "FULL",
-        }
+/// SQLite's `synchronous` setting for a durability.
+fn synchronous(durability: Durability) -> &'static str {
+    match durability {
+        Durability::Normal => "NORMAL",
+        Durability::Full => "FULL",
     }
 }
 
@@ -148,7 +137,7 @@ impl Database {
     /// A new plain connection, configured like the workers' ones.
     pub fn connect(&self) -> Result<Connection, StorageError> {
         let mut db = Connection::open(&self.path)?;
-        db.pragma_update(None, "synchronous", self.settings.durability.pragma())?;
+        db.pragma_update(None, "synchronous", synchronous(self.settings.durability))?;
         // SQLite enforces foreign keys only when asked. Handlers' tables may
         // declare them, and the tests use a deferred one to make a COMMIT fail.
         db.pragma_update(None, "foreign_keys", "ON")?;
