@@ -25,8 +25,10 @@ fn red_then_green(root: &Path, consumer: &Consumer) {
     consumer.write_stub(root);
     cargo_ok(root, &["build"]);
 
-    // Step 3: the subject and the tests.
+    // Step 3: the subject and the tests, linted and formatted before the
+    // red commit.
     consumer.write_tests(root);
+    cargo_ok(root, &["clippy", "--all-targets", "--", "-D", "warnings"]);
     cargo_ok(root, &["fmt"]);
     let tests_before = consumer.test_text(root);
 
@@ -115,7 +117,57 @@ fn the_add_handler_steps_go_red_then_green_and_every_wrong_version_is_stopped() 
         );
     }
 
+    the_new_consumer_runs_on_a_seeded_database(root);
     every_wrong_version_is_stopped(root, consumer);
+}
+
+/// Step 7's documented set-up, followed as the README now says: the new
+/// consumer's stock seeded from the command line, then a reservation run
+/// against it applies (and one beyond the stock is refused).
+fn the_new_consumer_runs_on_a_seeded_database(root: &Path) {
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    assert!(readme.contains("cargo run -- seed -"), "README: no seed step");
+    let consumer = |args: &[&str], stdin: &str| {
+        use std::io::Write;
+        let mut child = std::process::Command::new("cargo")
+            .args(["run", "-q", "--"])
+            .args(["--db", "seeded.db"])
+            .args(args)
+            .current_dir(root)
+            .env("CARGO_TARGET_DIR", common::shared_target_dir())
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("cargo run");
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(stdin.as_bytes())
+            .unwrap();
+        child.wait_with_output().unwrap()
+    };
+    let seeded = consumer(
+        &["seed", "-"],
+        "INSERT INTO stock (sku, available) VALUES ('a', 10);",
+    );
+    assert!(seeded.status.success(), "seed: {seeded:?}");
+    let run = consumer(
+        &["run", "-"],
+        concat!(
+            r#"{"id": "rsv-1", "type": "stock.reserved", "payload": {"reservation_id": "r-1", "sku": "a", "quantity": 7}}"#,
+            "\n",
+            r#"{"id": "rsv-2", "type": "stock.reserved", "payload": {"reservation_id": "r-2", "sku": "a", "quantity": 4}}"#,
+            "\n",
+        ),
+    );
+    let summary = String::from_utf8_lossy(&run.stdout);
+    assert!(
+        summary.contains("applied=1 ") && summary.contains("refused=1"),
+        "a seeded reservation should apply and one beyond the stock be refused: {run:?}"
+    );
+    std::fs::remove_file(root.join("seeded.db")).ok();
 }
 
 /// The same consumer on PostgreSQL, where a rule checked with a plain read

@@ -7,7 +7,9 @@
 //! * `id`: a string fixed by the sender and reused on every resend (see
 //!   [`crate::message`]); 1 to 200 bytes, no control characters.
 //! * `type`: which [`Event`] the payload is.
-//! * `payload`: the event's fields.
+//! * `payload`: the event's fields. Each event type and its fields are
+//!   listed once, in the README's `Input` section, and checked by
+//!   [`Event::decode`]; this module does not depend on which events exist.
 //! * `traceparent` (optional): the producer's W3C trace context, which
 //!   this consumer's spans and notifications continue (see `crate::trace`).
 //!

@@ -193,10 +193,21 @@ pub const RESERVING: Consumer = Consumer {
         fixture: "handler.rs",
         path: HANDLER,
     },
-    stub_signature: &[(
-        "(&self, tables: &mut dyn Tables, message: &Message)",
-        "(&self, _tables: &mut dyn Tables, _message: &Message)",
-    )],
+    stub_signature: &[
+        (
+            "(&self, tables: &mut dyn Tables, message: &Message)",
+            "(&self, _tables: &mut dyn Tables, _message: &Message)",
+        ),
+        // What only the implementation uses (clippy runs at step 3).
+        (
+            "use crate::event::{Event, NotSubscribed};",
+            "use crate::event::Event;",
+        ),
+        (
+            "use crate::handler::{Handler, HandlerError, Refused};",
+            "use crate::handler::{Handler, HandlerError};",
+        ),
+    ],
     stub_body: "        Ok(())\n",
     scaffolding: &[
         Change::Insert {
@@ -295,12 +306,7 @@ pub const RESERVING: Consumer = Consumer {
         Change::Edit(Edit {
             path: "README.md",
             find: "  to more than it debited).",
-            replace: "  to more than it debited). `stock.reserved`: `reservation_id` (the\n  reservation's own id), `sku`, `quantity` (at least 1; a sku's stock never\n  goes below zero, and a reservation that does not fit is refused).",
-        }),
-        Change::Edit(Edit {
-            path: "src/envelope.rs",
-            find: "//! {\"id\": \"pay-0001\", \"type\": \"payment.captured\", \"payload\": {\"account\": 1, \"amount\": 10}}\n",
-            replace: "//! {\"id\": \"pay-0001\", \"type\": \"payment.captured\", \"payload\": {\"account\": 1, \"amount\": 10}}\n//! {\"id\": \"rsv-0001\", \"type\": \"stock.reserved\", \"payload\": {\"reservation_id\": \"r-1\", \"sku\": \"a\", \"quantity\": 1}}\n",
+            replace: "  to more than it debited). `stock.reserved`: `reservation_id` (the\n  reservation's own id), `sku`, `quantity` (at least 1; a sku's stock never\n  goes below zero, and a reservation that does not fit is refused). A sku's\n  stock must exist first: `echo \"INSERT INTO stock (sku, available) VALUES\n  ('a', 10);\" | cargo run -- seed -`.",
         }),
     ],
     red: Red {
