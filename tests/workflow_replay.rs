@@ -126,7 +126,10 @@ fn the_add_handler_steps_go_red_then_green_and_every_wrong_version_is_stopped() 
 /// against it applies (and one beyond the stock is refused).
 fn the_new_consumer_runs_on_a_seeded_database(root: &Path) {
     let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
-    assert!(readme.contains("cargo run -- seed -"), "README: no seed step");
+    assert!(
+        readme.contains("cargo run -- seed -"),
+        "README: no seed step"
+    );
     let consumer = |args: &[&str], stdin: &str| {
         use std::io::Write;
         let mut child = std::process::Command::new("cargo")

@@ -302,13 +302,11 @@ pub const RESERVING: Consumer = Consumer {
         }),
     ],
     tests_file: "tests/conformance/reserving.rs",
-    docs: &[
-        Change::Edit(Edit {
-            path: "README.md",
-            find: "  to more than it debited).",
-            replace: "  to more than it debited). `stock.reserved`: `reservation_id` (the\n  reservation's own id), `sku`, `quantity` (at least 1; a sku's stock never\n  goes below zero, and a reservation that does not fit is refused). A sku's\n  stock must exist first: `echo \"INSERT INTO stock (sku, available) VALUES\n  ('a', 10);\" | cargo run -- seed -`.",
-        }),
-    ],
+    docs: &[Change::Edit(Edit {
+        path: "README.md",
+        find: "  to more than it debited).",
+        replace: "  to more than it debited). `stock.reserved`: `reservation_id` (the\n  reservation's own id), `sku`, `quantity` (at least 1; a sku's stock never\n  goes below zero, and a reservation that does not fit is refused). A sku's\n  stock must exist first: `echo \"INSERT INTO stock (sku, available) VALUES\n  ('a', 10);\" | cargo run -- seed -`.",
+    })],
     red: Red {
         command: &["test", "--test", "conformance", "reserving"],
         summary: "test result: FAILED. 0 passed; 5 failed",
