@@ -17,9 +17,9 @@ mod relay;
 mod retention;
 mod tables;
 
+pub use crate::defaults::Durability;
 pub use inbox::SqliteInbox;
 pub use options::DatabaseOptions;
-pub use crate::defaults::Durability;
 pub use relay::SqliteQueue;
 pub use tables::SqliteTables;
 
