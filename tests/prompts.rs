@@ -794,3 +794,39 @@ fn retrofit_prompt_asks_for_every_test_before_any_code() {
         }
     }
 }
+
+/// `/add-handler` names the files a new consumer touches, and its replay
+/// (which follows the command's steps) touches exactly those.
+#[test]
+fn add_handler_names_every_file_its_replay_touches() {
+    let command =
+        std::fs::read_to_string(kit_root().join("template/.claude/commands/add-handler.md"))
+            .expect("add-handler.md");
+    let start = command
+        .find("A new consumer touches these files and no others:")
+        .expect("add-handler.md lists the files a consumer touches");
+    let paragraph = &command[start
+        ..command[start..]
+            .find("\n\n")
+            .map_or(command.len(), |end| start + end)];
+    let named: std::collections::BTreeSet<String> = paragraph
+        .split('`')
+        .skip(1)
+        .step_by(2)
+        .filter(|name| name.contains('.'))
+        .map(|name| {
+            name.replace("{{database}}", "{db}")
+                .replace("<consumer>", "reserving")
+        })
+        .collect();
+    let touched: std::collections::BTreeSet<String> = common::replay::RESERVING
+        .touched_files()
+        .into_iter()
+        .map(str::to_owned)
+        .collect();
+    assert_eq!(
+        named, touched,
+        "add-handler.md's list of files (left) and the files its replay touches (right) differ"
+    );
+    assert!(named.len() <= 9, "a consumer touches {} files", named.len());
+}

@@ -480,6 +480,23 @@ impl Consumer {
         self.make(root, self.docs);
     }
 
+    /// Every file the steps write, as written in this description (with
+    /// `{db}` for the database module).
+    pub fn touched_files(&self) -> BTreeSet<&'static str> {
+        let mut files = BTreeSet::from([self.handler.path]);
+        let steps = [self.scaffolding, self.storage, self.tests, self.docs];
+        for change in steps.iter().flat_map(|changes| changes.iter()) {
+            files.insert(match change {
+                Change::Edit(edit) => edit.path,
+                Change::Insert { path, .. }
+                | Change::Append { path, .. }
+                | Change::Replace { path, .. } => *path,
+                Change::Write(place) => place.path,
+            });
+        }
+        files
+    }
+
     /// The new tests' file, as it is now.
     pub fn test_text(&self, root: &Path) -> String {
         fs::read_to_string(root.join(self.tests_file)).expect("the new tests")
