@@ -37,7 +37,8 @@
 # tests/NAME/main.rs and the modules beside it), with the module path taken
 # from the file path. Earlier commits are built in a temporary git worktree
 # with the same CARGO_TARGET_DIR, so dependencies are not rebuilt. Only
-# commits are checked: uncommitted changes are reported and ignored.
+# commits are checked: uncommitted changes under src/ and tests/ are
+# listed as NOT checked, file by file, and ignored.
 #
 # Prints the evidence: each test, how it failed at its red commit, and the
 # passing run at HEAD. Exit 0: accepted (or nothing to check); 1: rejected;
@@ -118,8 +119,10 @@ if ((${#src_commits[@]} == 0)); then
     echo "nothing to check: no commit in the change touches src/"
     exit 0
 fi
-if [[ -n $(git status --porcelain -- src tests) ]]; then
-    echo "  note: uncommitted changes under src/ or tests/ are not checked (commit them)"
+uncommitted=$(git status --porcelain -- src tests)
+if [[ -n $uncommitted ]]; then
+    echo "  NOT checked: uncommitted changes under src/ or tests/ (only commits are judged; commit them, then run this again):"
+    sed 's/^/    /' <<<"$uncommitted"
 fi
 
 main_target="${CARGO_TARGET_DIR:-target}"
