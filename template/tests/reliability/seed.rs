@@ -22,6 +22,14 @@ fn run(fixture: &Fixture, args: &[&str], stdin: Option<&str>) -> Output {
     child.wait_with_output().unwrap()
 }
 
+/// A file of SQL in a folder that lives as long as the returned guard.
+fn sql_file(sql: &str) -> (tempfile::TempDir, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("seed.sql");
+    std::fs::write(&file, sql).unwrap();
+    (dir, file.to_str().unwrap().to_owned())
+}
+
 fn status(fixture: &Fixture) -> String {
     let output = run(fixture, &["status"], None);
     assert!(output.status.success(), "{output:?}");
@@ -31,15 +39,11 @@ fn status(fixture: &Fixture) -> String {
 #[test]
 fn seed_applies_a_file_of_sql_in_one_transaction() {
     let fixture = Fixture::new();
-    let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("accounts.sql");
-    std::fs::write(
-        &file,
+    let (_dir, file) = sql_file(
         "INSERT INTO accounts (id, balance) VALUES (5, 700);\n\
          INSERT INTO accounts (id, balance) VALUES (6, 80);\n",
-    )
-    .unwrap();
-    let output = run(&fixture, &["seed", file.to_str().unwrap()], None);
+    );
+    let output = run(&fixture, &["seed", &file], None);
     assert!(output.status.success(), "{output:?}");
     let listed = status(&fixture);
     assert!(listed.contains("account 5 balance=700"), "{listed}");
@@ -58,15 +62,11 @@ fn seed_applies_a_file_of_sql_in_one_transaction() {
 #[test]
 fn a_failing_statement_leaves_nothing_behind_and_is_named() {
     let fixture = Fixture::new();
-    let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("broken.sql");
-    std::fs::write(
-        &file,
+    let (_dir, file) = sql_file(
         "INSERT INTO accounts (id, balance) VALUES (8, 100);\n\
          INSERT INTO no_such_table (id) VALUES (1);\n",
-    )
-    .unwrap();
-    let output = run(&fixture, &["seed", file.to_str().unwrap()], None);
+    );
+    let output = run(&fixture, &["seed", &file], None);
     assert_eq!(output.status.code(), Some(1), "{output:?}");
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(
