@@ -3,7 +3,6 @@
 //! transaction. Every consumer can be run against a real database without
 //! a command of its own; `open-account` is the same for `debit`, by hand.
 
-use std::io::Read;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -34,14 +33,12 @@ pub fn seed(args: SeedArgs, database: &DatabaseOptions) -> anyhow::Result<ExitCo
 
 /// The file's text; a file that cannot be read is a usage error.
 fn read(file: &std::path::Path) -> String {
-    let mut sql = String::new();
     let read = if file.as_os_str() == "-" {
-        std::io::stdin().read_to_string(&mut sql)
+        std::io::read_to_string(std::io::stdin())
     } else {
-        std::fs::File::open(file).and_then(|mut opened| opened.read_to_string(&mut sql))
+        std::fs::read_to_string(file)
     };
-    if let Err(error) = read {
-        super::usage_error(format!("cannot read {}: {error}", file.display()));
-    }
-    sql
+    read.unwrap_or_else(|error| {
+        super::usage_error(format!("cannot read {}: {error}", file.display()))
+    })
 }
