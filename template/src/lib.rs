@@ -17,6 +17,11 @@
 //!   the Prometheus metrics and health endpoints built on it;
 //! * [`trace`]: the spans that follow each message, producer to receiver;
 //! * [`progress`] and [`stop`]: following a run from outside, and ending it.
+//!
+//! Some of this is not in this crate: the parts that know nothing of this
+//! project's events and handlers live in the `inbox-kit-runtime` crate
+//! (`vendor/inbox-kit-runtime/`, the kit's own code), re-exported here
+//! under the paths used everywhere else.
 
 pub mod defaults;
 pub mod envelope;
@@ -28,13 +33,14 @@ pub mod message;
 pub mod meter;
 pub mod metrics;
 pub mod pipeline;
-pub mod progress;
 pub mod relay;
 pub mod retention;
 pub mod source;
-pub mod stop;
 pub mod store;
 pub mod trace;
+
+// The runtime crate's modules, under the paths this project's code names.
+pub use inbox_kit_runtime::{progress, stop};
 {% if database == "postgres" %}
 pub mod postgres;
 

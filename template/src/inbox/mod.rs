@@ -28,11 +28,10 @@
 //! into the same seam to show that the tests catch them.
 
 mod apply;
-mod error;
 mod steps;
 
 pub use apply::{Failure, run_handler, run_set_based};
-pub use error::{StorageError, StorageFault};
+pub use inbox_kit_runtime::storage::{StorageError, StorageFault};
 pub use steps::{Step, steps};
 
 use crate::handler::Handler;

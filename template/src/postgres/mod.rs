@@ -16,7 +16,6 @@
 //! the rest of the crate goes through [`Store`],
 //! [`crate::handlers::Tables`] and [`crate::inbox::Inbox`].
 
-mod errors;
 mod inbox;
 mod options;
 mod pipelined;

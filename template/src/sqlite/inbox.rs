@@ -9,9 +9,9 @@
 
 use std::time::SystemTime;
 
+use inbox_kit_runtime::storage::sqlite::is_duplicate_key;
 use rusqlite::{CachedStatement, Connection, TransactionBehavior};
 
-use super::errors::is_duplicate_key;
 use super::poison;
 use super::tables::SqliteTables;
 use crate::handler::Handler;

@@ -9,7 +9,6 @@
 //! rest of the crate goes through [`Store`], [`crate::handlers::Tables`]
 //! and [`crate::inbox::Inbox`].
 
-mod errors;
 mod inbox;
 mod options;
 mod poison;

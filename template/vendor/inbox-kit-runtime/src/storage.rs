@@ -7,9 +7,15 @@
 //! *write* is refused (a unique key catching a repeat, a check constraint),
 //! the delivery failed and counts towards its dead letter. Each database
 //! module classifies its own error codes into a [`StorageFault`]; nothing
-//! here ever looks at an error's text.
+//! here ever looks at an error's text. Each database's classification is
+//! a feature of this crate: [`sqlite`] and [`postgres`].
 
 use std::fmt;
+
+#[cfg(feature = "postgres")]
+pub mod postgres;
+#[cfg(feature = "sqlite")]
+pub mod sqlite;
 
 /// What kind of trouble the database reported.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -3,12 +3,12 @@
 //! Decided from the code, never from the message text, which changes with
 //! the server's language and version.
 
-use postgres::error::SqlState;
+use tokio_postgres::error::SqlState;
 
-use crate::inbox::{StorageError, StorageFault};
+use super::{StorageError, StorageFault};
 
-impl From<postgres::Error> for StorageError {
-    fn from(error: postgres::Error) -> Self {
+impl From<tokio_postgres::Error> for StorageError {
+    fn from(error: tokio_postgres::Error) -> Self {
         StorageError::new(fault(&error), describe(&error))
     }
 }
@@ -17,7 +17,7 @@ impl From<postgres::Error> for StorageError {
 /// or the client's description and its causes. A connection string never
 /// gets here: `Database::connect` parses it first and reports a bad one
 /// without repeating it.
-fn describe(error: &postgres::Error) -> String {
+fn describe(error: &tokio_postgres::Error) -> String {
     if let Some(db) = error.as_db_error() {
         return format!("{} ({})", db.message(), db.code().code());
     }
@@ -31,7 +31,7 @@ fn describe(error: &postgres::Error) -> String {
     text
 }
 
-fn fault(error: &postgres::Error) -> StorageFault {
+fn fault(error: &tokio_postgres::Error) -> StorageFault {
     let Some(code) = error.code() else {
         // No SQLSTATE: the connection broke, or never opened.
         return StorageFault::Unavailable;
@@ -56,5 +56,30 @@ fn fault(error: &postgres::Error) -> StorageFault {
         "23" => StorageFault::Constraint,
         _ if unavailable.contains(code) => StorageFault::Unavailable,
         _ => StorageFault::Other,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// No server listens on port 1: the connection never opens, there is
+    /// no SQLSTATE, and the database (not the message) is to blame.
+    #[tokio::test]
+    async fn a_connection_that_never_opened_is_unavailable() {
+        let error = tokio_postgres::connect(
+            "host=127.0.0.1 port=1 connect_timeout=5",
+            tokio_postgres::NoTls,
+        )
+        .await
+        .err()
+        .expect("nothing listens on port 1");
+        let storage = StorageError::from(error);
+        assert_eq!(storage.fault(), StorageFault::Unavailable);
+        assert!(storage.is_storage_fault());
+        assert!(
+            storage.to_string().starts_with("database unavailable: "),
+            "{storage}"
+        );
     }
 }

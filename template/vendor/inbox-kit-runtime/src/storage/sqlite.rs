@@ -5,7 +5,7 @@
 
 use rusqlite::{ErrorCode, ffi};
 
-use crate::inbox::{StorageError, StorageFault};
+use super::{StorageError, StorageFault};
 
 impl From<rusqlite::Error> for StorageError {
     fn from(error: rusqlite::Error) -> Self {
@@ -36,7 +36,7 @@ fn fault(error: &rusqlite::Error) -> StorageFault {
 /// same (consumer, message id): the extended result code
 /// `SQLITE_CONSTRAINT_PRIMARYKEY`, and only that one (a unique key of a
 /// handler's table, or a failed check, is not a duplicate of the message).
-pub(super) fn is_duplicate_key(error: &rusqlite::Error) -> bool {
+pub fn is_duplicate_key(error: &rusqlite::Error) -> bool {
     error.sqlite_extended_error_code() == Some(ffi::SQLITE_CONSTRAINT_PRIMARYKEY)
 }
 

@@ -1,0 +1,19 @@
+//! The runtime of an inbox-kit consumer: the parts that know nothing of
+//! the consumer's own events, handlers or tables.
+//!
+//! A generated project depends on this crate and never the other way
+//! round, so a fix made here reaches every project by a version bump
+//! instead of a hand merge. The project re-exports each module under its
+//! old path (`crate::progress`, `crate::stop`, `crate::inbox::StorageError`),
+//! so its code reads the same whether a module lives here or there.
+//!
+//! * [`storage`]: a database error sorted into a fault, so that the inbox
+//!   can tell a database in trouble (nothing is held against the message)
+//!   from a write it refused (the delivery failed);
+//! * [`progress`]: progress lines, and pausing a process at one of them,
+//!   so tests and scripts follow a run without racing it;
+//! * [`stop`]: ending a run gracefully on a signal.
+
+pub mod progress;
+pub mod stop;
+pub mod storage;
