@@ -8,7 +8,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::{files, generate, kit_root};
+use common::{POSTGRES, POSTGRES_KAFKA, POSTGRES_NATS, SQLITE_KAFKA, files, generate, kit_root};
 
 fn runtime_source() -> PathBuf {
     kit_root().join("template/vendor/inbox-kit-runtime")
@@ -67,14 +67,29 @@ fn every_project_holds_the_runtime_byte_for_byte_and_names_it_by_version_and_pat
     );
 }
 
+/// Each variant turns on its database's feature, and Kafka's where the
+/// broker is Kafka: no more (the other database's client stays out of
+/// the build), no less (the project would not compile).
 #[test]
-fn the_postgres_project_turns_on_the_runtime_s_postgres_feature() {
-    let project = generate("runtime-pg-consumer", &["database=postgres"]);
-    let manifest = fs::read_to_string(project.root.join("Cargo.toml")).unwrap();
-    assert!(
-        manifest.contains(r#"path = "vendor/inbox-kit-runtime", features = ["postgres"] }"#),
-        "{manifest}"
-    );
+fn each_variant_turns_on_the_runtime_features_it_uses() {
+    for (variant, features) in [
+        (&POSTGRES, r#"["postgres"]"#),
+        (&POSTGRES_NATS, r#"["postgres"]"#),
+        (&SQLITE_KAFKA, r#"["sqlite", "kafka"]"#),
+        (&POSTGRES_KAFKA, r#"["postgres", "kafka"]"#),
+    ] {
+        let project = generate(
+            &format!("runtime-{}-consumer", variant.name),
+            variant.defines,
+        );
+        let manifest = fs::read_to_string(project.root.join("Cargo.toml")).unwrap();
+        let wanted = format!(r#"path = "vendor/inbox-kit-runtime", features = {features} }}"#);
+        assert!(
+            manifest.contains(&wanted),
+            "{}: Cargo.toml should hold `{wanted}`:\n{manifest}",
+            variant.name
+        );
+    }
 }
 
 /// What `cargo publish` would upload: the crate builds from its package

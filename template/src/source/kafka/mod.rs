@@ -15,7 +15,7 @@
 //!
 //! * `Done` and `Parked` settle the offset; every 100 ms, every partition
 //!   whose contiguous prefix of settled offsets grew commits it
-//!   (`offsets.rs`), without waiting for the broker's answer (a lost
+//!   (the runtime crate's `offsets`), without waiting for the broker's answer (a lost
 //!   commit is covered by the next one, or costs duplicates after a crash;
 //!   never a message). Before a partition is released, and when the
 //!   consumer stops, the commit waits for the broker. The database
@@ -36,8 +36,7 @@
 mod probe;
 mod setup;
 
-pub mod offsets;
-
+pub use inbox_kit_runtime::offsets;
 pub use offsets::{Offsets, Partition};
 pub use probe::KafkaProbe;
 pub use setup::{KafkaOptions, MESSAGE_ID_HEADER};

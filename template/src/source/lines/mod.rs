@@ -5,10 +5,9 @@
 //! line moves the progress bar: a file cannot redeliver, so running the
 //! same file again is how failed deliveries are retried.
 
-mod reader;
 mod rejects;
 
-pub use reader::{Line, Lines};
+pub use inbox_kit_runtime::lines::{Line, Lines};
 pub use rejects::Rejects;
 
 use std::io::Read;

@@ -10,10 +10,17 @@
 //! * [`storage`]: a database error sorted into a fault, so that the inbox
 //!   can tell a database in trouble (nothing is held against the message)
 //!   from a write it refused (the delivery failed);
+//! * [`lines`]: input split into lines with a bounded buffer, so one huge
+//!   line cannot exhaust memory;
+//! * [`offsets`] (feature `kafka`): which offset each Kafka partition may
+//!   commit, so a message being retried is never skipped by a restart;
 //! * [`progress`]: progress lines, and pausing a process at one of them,
 //!   so tests and scripts follow a run without racing it;
 //! * [`stop`]: ending a run gracefully on a signal.
 
+pub mod lines;
+#[cfg(feature = "kafka")]
+pub mod offsets;
 pub mod progress;
 pub mod stop;
 pub mod storage;
