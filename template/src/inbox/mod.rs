@@ -30,62 +30,13 @@
 mod apply;
 mod steps;
 
-pub use apply::{Failure, run_handler, run_set_based};
+pub use apply::{run_handler, run_set_based};
+pub use inbox_kit_runtime::inbox::{DeadLetter, FAILED_INDEX, Failure, Outcome, Policy, unix_millis};
 pub use inbox_kit_runtime::storage::{StorageError, StorageFault};
 pub use steps::{Step, steps};
 
 use crate::handler::Handler;
 use crate::message::Message;
-
-/// What happened to one delivery.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Outcome {
-    /// The business update ran and is committed together with the inbox row.
-    Applied,
-    /// This consumer already processed this message id; nothing changed.
-    /// Duplicates are the normal path of at-least-once delivery, not errors.
-    Duplicate,
-    /// The handler failed; everything it did was rolled back, inbox row
-    /// included, so a redelivery will try again.
-    Failed(String),
-    /// The handler failed for the configured maximum number of attempts: the
-    /// message is parked as a dead letter (with its payload and this error)
-    /// and further redeliveries are duplicates until it is re-driven.
-    DeadLettered(String),
-    /// The handler refused the message for good (a rule it breaks, an
-    /// entity that does not exist: see [`crate::handler::Refused`]): its
-    /// writes rolled back, it is dead-lettered at once with this reason,
-    /// never retried, and further redeliveries are duplicates.
-    Refused(String),
-}
-
-/// Where a failed delivery is in [`Outcome::LABELS`]: every delivery of
-/// a batch rolled back by a storage error counts there too.
-pub const FAILED_INDEX: usize = 2;
-
-impl Outcome {
-    /// Every outcome's name where it is counted and traced (the summary
-    /// line, the metrics' `outcome` label, the `deliver` span's `outcome`
-    /// field), in the order [`Outcome::index`] numbers them.
-    pub const LABELS: [&'static str; 5] =
-        ["applied", "duplicate", "failed", "dead_lettered", "refused"];
-
-    /// Its place in [`Outcome::LABELS`].
-    pub fn index(&self) -> usize {
-        match self {
-            Self::Applied => 0,
-            Self::Duplicate => 1,
-            Self::Failed(_) => FAILED_INDEX,
-            Self::DeadLettered(_) => 3,
-            Self::Refused(_) => 4,
-        }
-    }
-
-    /// Its name (see [`Outcome::LABELS`]).
-    pub fn label(&self) -> &'static str {
-        Self::LABELS[self.index()]
-    }
-}
 
 /// One message for one consumer.
 #[derive(Clone, Copy)]
@@ -105,35 +56,6 @@ impl<'a> Delivery<'a> {
             message,
             delivered: 1,
         }
-    }
-}
-
-/// How the inbox treats messages that keep failing.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Policy {
-    /// Failed attempts after which a message is dead-lettered.
-    pub max_attempts: u32,
-}
-
-impl Default for Policy {
-    fn default() -> Self {
-        Self { max_attempts: 5 }
-    }
-}
-
-impl Policy {
-    /// Whether a delivery that just failed for the `failures`-th counted
-    /// time, delivered `delivered` times by its source, is the last chance.
-    pub fn exhausted(self, failures: u32, delivered: u32) -> bool {
-        failures.max(delivered) >= self.max_attempts
-    }
-
-    /// Whether the source has delivered a message more often than attempts
-    /// allow without the inbox ever counting a failure: the consumer died
-    /// while handling it (a crash, an abort), again and again. Such a
-    /// message is parked without running its handler once more.
-    pub fn gave_up_on(self, delivered: u32) -> bool {
-        delivered > self.max_attempts
     }
 }
 
@@ -159,22 +81,6 @@ pub trait Inbox: Send {
     }
 }
 
-/// A message parked after too many failures, or refused by its handler.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct DeadLetter {
-    pub consumer: String,
-    pub message_id: String,
-    pub event_type: String,
-    pub payload: String,
-    pub error: String,
-    pub attempts: u32,
-    /// Refused by its handler (never retried), rather than failed
-    /// `attempts` times.
-    pub refused: bool,
-    /// Milliseconds since the Unix epoch.
-    pub dead_at: i64,
-}
-
 /// Failure counts and dead letters, kept next to the inbox.
 pub trait DeadLetters {
     /// Every dead letter, oldest first.
@@ -192,36 +98,4 @@ pub trait DeadLetters {
         handler: &dyn Handler,
         message: &Message,
     ) -> Result<Outcome, StorageError>;
-}
-
-/// Milliseconds since the Unix epoch: the unit of every timestamp the inbox
-/// stores.
-pub fn unix_millis(time: std::time::SystemTime) -> i64 {
-    let since_epoch = time
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap_or_default();
-    i64::try_from(since_epoch.as_millis()).unwrap_or(i64::MAX)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::Policy;
-
-    const THREE: Policy = Policy { max_attempts: 3 };
-
-    #[test]
-    fn a_failure_is_the_last_chance_at_max_attempts_counted_or_delivered() {
-        assert!(!THREE.exhausted(2, 1));
-        assert!(THREE.exhausted(3, 1), "three failures counted");
-        assert!(!THREE.exhausted(1, 2));
-        assert!(THREE.exhausted(1, 3), "delivered three times");
-        assert!(THREE.exhausted(4, 4));
-    }
-
-    #[test]
-    fn a_source_gives_up_only_after_max_attempts_deliveries() {
-        assert!(!THREE.gave_up_on(1));
-        assert!(!THREE.gave_up_on(3), "the third delivery is still a chance");
-        assert!(THREE.gave_up_on(4));
-    }
 }

@@ -7,6 +7,13 @@
 //! old path (`crate::progress`, `crate::stop`, `crate::inbox::StorageError`),
 //! so its code reads the same whether a module lives here or there.
 //!
+//! * [`message`]: a message, generic over the project's event type, and
+//!   the rules its id must follow (fixed by the sender, never minted here);
+//! * [`inbox`]: what the inbox decides for each delivery whatever the
+//!   database: what a handler's result (or panic) means, the outcome,
+//!   when a failing message is given up on;
+//! * [`handler`]: what every handler shares: its error, its refusal, the
+//!   rules for a consumer's name;
 //! * [`storage`]: a database error sorted into a fault, so that the inbox
 //!   can tell a database in trouble (nothing is held against the message)
 //!   from a write it refused (the delivery failed);
@@ -18,7 +25,10 @@
 //!   so tests and scripts follow a run without racing it;
 //! * [`stop`]: ending a run gracefully on a signal.
 
+pub mod handler;
+pub mod inbox;
 pub mod lines;
+pub mod message;
 #[cfg(feature = "kafka")]
 pub mod offsets;
 pub mod progress;
