@@ -19,11 +19,15 @@ mod refund;
 
 use std::sync::Arc;
 
+use inbox_kit_runtime::handler::{check_names, pick};
+
 pub use debit::{Debit, Debited, Ledger, UnknownAccount};
 pub use notify::{CHANNELS, Notification, Notify, Outbox};
 pub use refund::{Refund, Refundable, Refunded, Refunds};
 
-use crate::handler::{Handler, is_valid_consumer_name};
+pub use inbox_kit_runtime::handler::{BadConsumers, UnknownConsumer};
+
+use crate::handler::Handler;
 
 /// Everything handlers may do inside a delivery's transaction: one trait
 /// per handler's tables. A new handler adds its trait here.
@@ -36,72 +40,17 @@ pub fn all() -> Vec<Arc<dyn Handler>> {
     vec![Arc::new(Debit), Arc::new(Notify), Arc::new(Refund)]
 }
 
-/// Whether `handlers` can run side by side: every consumer name valid
-/// and distinct. Two consumers with one name would share their inbox rows:
-/// the second would take every message the first applied for a duplicate,
-/// and never apply it.
+/// Whether `handlers` can run side by side (see [`check_names`]).
 pub fn check(handlers: &[Arc<dyn Handler>]) -> Result<(), BadConsumers> {
-    let mut seen = std::collections::BTreeSet::new();
-    for handler in handlers {
-        let name = handler.consumer();
-        if !is_valid_consumer_name(name) {
-            return Err(BadConsumers::InvalidName(name.to_owned()));
-        }
-        if !seen.insert(name) {
-            return Err(BadConsumers::SameName(name.to_owned()));
-        }
-    }
-    Ok(())
-}
-
-/// Why a set of consumers cannot run together.
-#[derive(Debug, thiserror::Error, PartialEq, Eq)]
-pub enum BadConsumers {
-    #[error(
-        "two consumers are named `{0}`: they would share their inbox rows, and the second would never apply what the first did"
-    )]
-    SameName(String),
-    #[error(
-        "consumer name `{0}` is not valid (1 to 64 of a-z, 0-9, _, -, ., starting with a letter)"
-    )]
-    InvalidName(String),
-    #[error(transparent)]
-    Unknown(#[from] UnknownConsumer),
+    check_names(handlers.iter().map(|handler| handler.consumer()))
 }
 
 /// Picks consumers by name; an empty list means all of them.
 pub fn select(names: &[String]) -> Result<Vec<Arc<dyn Handler>>, BadConsumers> {
     let all = all();
-    check(&all)?;
-    if names.is_empty() {
-        return Ok(all);
-    }
-    names
-        .iter()
-        .map(|name| {
-            all.iter()
-                .find(|handler| handler.consumer() == name)
-                .cloned()
-                .ok_or_else(|| {
-                    BadConsumers::from(UnknownConsumer {
-                        name: name.clone(),
-                        known: all
-                            .iter()
-                            .map(|h| h.consumer())
-                            .collect::<Vec<_>>()
-                            .join(", "),
-                    })
-                })
-        })
-        .collect()
-}
-
-/// A consumer name that no handler has.
-#[derive(Debug, thiserror::Error, PartialEq, Eq)]
-#[error("unknown consumer `{name}` (known: {known})")]
-pub struct UnknownConsumer {
-    name: String,
-    known: String,
+    let known: Vec<&str> = all.iter().map(|handler| handler.consumer()).collect();
+    let picked = pick(names, &known)?;
+    Ok(picked.into_iter().map(|at| all[at].clone()).collect())
 }
 
 #[cfg(test)]

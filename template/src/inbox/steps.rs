@@ -1,61 +1,28 @@
-//! Which deliveries of a batch a handler's set-based path takes together.
-//!
-//! Only what could not tell the difference: a run of consecutive deliveries
-//! to one handler (the same one, not only one of the same name) that has a
-//! set-based path, each of a different message,
-//! none of them one the source has given up on (those are parked, not
-//! applied). The batch's order is never changed, so a consumer's rules
-//! across messages see them in the order the source gave them; a repeat
-//! of a message inside a run starts the next run, so that it is judged
-//! after the first copy's outcome (a duplicate if that applied, applied if
-//! that failed and gave its claim back). Everything else goes alone.
+//! How a batch's deliveries tell the runtime's batching
+//! (`inbox_kit_runtime::steps`) which of them may go through a handler's
+//! set-based path together: their message id, delivery count, and handler.
 
-use std::collections::HashSet;
-use std::ops::Range;
+pub use inbox_kit_runtime::steps::{Step, steps};
 
-use super::{Delivery, Policy};
+use super::Delivery;
 use crate::handler::Handler;
 
-/// One step of a batch, in the batch's order.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Step {
-    /// These deliveries (positions in the batch), through the set-based
-    /// path of their common handler.
-    Together(Range<usize>),
-    /// This delivery, one at a time.
-    Alone(usize),
-}
+impl inbox_kit_runtime::steps::Batched for Delivery<'_> {
+    fn message_id(&self) -> &str {
+        self.message.id.as_str()
+    }
 
-/// The steps that apply `batch`.
-pub fn steps(batch: &[Delivery<'_>], policy: Policy) -> Vec<Step> {
-    let mut steps = Vec::new();
-    let mut run: Option<(Range<usize>, HashSet<&str>)> = None;
-    for (at, delivery) in batch.iter().enumerate() {
-        let id = delivery.message.id.as_str();
-        let joins = run.as_mut().is_some_and(|(range, ids)| {
-            same_handler(batch[range.start].handler, delivery.handler)
-                && !ids.contains(id)
-                && !policy.gave_up_on(delivery.delivered)
-        });
-        if joins {
-            let (range, ids) = run.as_mut().expect("joins a run");
-            range.end = at + 1;
-            ids.insert(id);
-            continue;
-        }
-        if let Some((range, _)) = run.take() {
-            steps.push(Step::Together(range));
-        }
-        if delivery.handler.set_based().is_some() && !policy.gave_up_on(delivery.delivered) {
-            run = Some((at..at + 1, HashSet::from([id])));
-        } else {
-            steps.push(Step::Alone(at));
-        }
+    fn delivered(&self) -> u32 {
+        self.delivered
     }
-    if let Some((range, _)) = run {
-        steps.push(Step::Together(range));
+
+    fn has_set_based(&self) -> bool {
+        self.handler.set_based().is_some()
     }
-    steps
+
+    fn same_handler(&self, other: &Self) -> bool {
+        same_handler(self.handler, other.handler)
+    }
 }
 
 /// Whether `a` and `b` are one handler: the same object seen through the
@@ -74,6 +41,7 @@ mod tests {
 
     use super::*;
     use crate::event::{Event, PaymentCaptured};
+    use crate::inbox::Policy;
     use crate::handlers::{Debit, Refund};
     use crate::message::{Message, MessageId};
 
@@ -90,58 +58,21 @@ mod tests {
 
     const POLICY: Policy = Policy { max_attempts: 3 };
 
+    /// One handler object is one handler; two objects of one type (here of
+    /// no size) are two, and a type without a set-based path goes alone.
     #[test]
-    fn consecutive_new_messages_of_one_set_based_handler_go_together() {
+    fn deliveries_share_a_run_only_through_one_handler_object() {
         let (a, b, c) = (message("a"), message("b"), message("c"));
-        let batch = [
-            Delivery::new(&Debit, &a),
-            Delivery::new(&Debit, &b),
-            Delivery::new(&Refund, &b),
-            Delivery::new(&Debit, &c),
-        ];
-        assert_eq!(
-            steps(&batch, POLICY),
-            [Step::Together(0..2), Step::Alone(2), Step::Together(3..4)],
-            "refund has no set-based path, and the order is kept"
-        );
-    }
-
-    #[test]
-    fn a_repeat_or_a_given_up_delivery_ends_the_run() {
-        let (a, b) = (message("a"), message("b"));
-        let given_up = Delivery {
-            delivered: POLICY.max_attempts + 1,
-            ..Delivery::new(&Debit, &b)
-        };
-        let batch = [
-            Delivery::new(&Debit, &a),
-            Delivery::new(&Debit, &b),
-            Delivery::new(&Debit, &a),
-            given_up,
-            Delivery::new(&Debit, &b),
-        ];
-        assert_eq!(
-            steps(&batch, POLICY),
-            [
-                Step::Together(0..2),
-                Step::Together(2..3),
-                Step::Alone(3),
-                Step::Together(4..5)
-            ]
-        );
-    }
-
-    #[test]
-    fn two_handlers_of_one_name_never_share_a_run() {
-        let (a, b) = (message("a"), message("b"));
         let (one, other) = (Arc::new(Debit), Arc::new(Debit));
         let batch = [
             Delivery::new(one.as_ref(), &a),
-            Delivery::new(other.as_ref(), &b),
+            Delivery::new(one.as_ref(), &b),
+            Delivery::new(other.as_ref(), &c),
+            Delivery::new(&Refund, &a),
         ];
         assert_eq!(
             steps(&batch, POLICY),
-            [Step::Together(0..1), Step::Together(1..2)]
+            [Step::Together(0..2), Step::Together(2..3), Step::Alone(3)]
         );
     }
 }

@@ -12,8 +12,10 @@
 //! * [`inbox`]: what the inbox decides for each delivery whatever the
 //!   database: what a handler's result (or panic) means, the outcome,
 //!   when a failing message is given up on;
+//! * [`steps`]: which deliveries of a batch go through a handler's
+//!   set-based path together, and which alone;
 //! * [`handler`]: what every handler shares: its error, its refusal, the
-//!   rules for a consumer's name;
+//!   rules for a consumer's name, and picking consumers by name;
 //! * [`storage`]: a database error sorted into a fault, so that the inbox
 //!   can tell a database in trouble (nothing is held against the message)
 //!   from a write it refused (the delivery failed);
@@ -32,5 +34,6 @@ pub mod message;
 #[cfg(feature = "kafka")]
 pub mod offsets;
 pub mod progress;
+pub mod steps;
 pub mod stop;
 pub mod storage;
