@@ -141,4 +141,33 @@ mod tests {
     fn empty_input_has_no_lines() {
         assert!(collect(b"", 8).is_empty());
     }
+
+    /// A line far over the limit is skipped chunk by chunk: what is kept
+    /// of it never grows much past the limit (twice the limit would mean
+    /// a line of gigabytes holds gigabytes).
+    #[test]
+    fn a_long_line_is_skipped_without_being_kept() {
+        let limit = 100;
+        let long = vec![b'x'; 100 * limit];
+        let mut lines = Lines::with_capacity(&long[..], 8, limit);
+        assert!(matches!(
+            lines.next_line().unwrap(),
+            Some((1, Line::TooLong, size)) if size == long.len()
+        ));
+        assert!(
+            lines.buffer.capacity() < 2 * limit,
+            "kept {} bytes of a line over a {limit}-byte limit",
+            lines.buffer.capacity()
+        );
+    }
+
+    #[test]
+    fn input_is_waited_for_only_once_everything_read_was_handed_out() {
+        let mut lines = Lines::with_capacity(&b"a\nb\n"[..], 64, 10);
+        assert!(lines.must_wait_for_input(), "nothing read yet");
+        lines.next_line().unwrap();
+        assert!(!lines.must_wait_for_input(), "`b` is already read");
+        lines.next_line().unwrap();
+        assert!(lines.must_wait_for_input());
+    }
 }

@@ -98,4 +98,9 @@ mod tests {
     fn the_limit_itself_is_allowed() {
         assert!(MessageId::new("x".repeat(MAX_MESSAGE_ID_BYTES)).is_ok());
     }
+
+    #[test]
+    fn an_id_reads_as_itself() {
+        assert_eq!(MessageId::new("evt-7").unwrap().to_string(), "evt-7");
+    }
 }

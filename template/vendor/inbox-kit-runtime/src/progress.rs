@@ -76,3 +76,94 @@ fn pause() {
 fn pause() {
     tracing::warn!("--pause-after-progress needs a Unix system; not pausing");
 }
+
+/// The pause needs a process of its own: the test below runs `child` (an
+/// ignored test of this same binary) and watches it stop.
+#[cfg(test)]
+#[cfg(unix)]
+mod tests {
+    use std::io::Read;
+    use std::os::fd::AsRawFd;
+    use std::process::{Child, Command, Stdio};
+    use std::time::{Duration, Instant};
+
+    use super::Progress;
+
+    /// How long the child may take to stop or end: a bound on a wait that
+    /// only a broken `Progress` reaches, never the verdict of a good one.
+    const PATIENCE: Duration = Duration::from_secs(60);
+
+    #[test]
+    #[ignore = "run in a process of its own by a_run_stops_itself_right_after_the_chosen_line"]
+    fn child() {
+        let progress = Progress::lines(Some(2));
+        let clone = progress.clone();
+        progress.report(format_args!("one"));
+        clone.report(format_args!("two"));
+        progress.report(format_args!("three"));
+    }
+
+    /// Polls `done` until it has an answer, killing the child if it has
+    /// none within [`PATIENCE`].
+    fn within_patience<T>(child: &mut Child, mut done: impl FnMut(&mut Child) -> Option<T>) -> T {
+        let deadline = Instant::now() + PATIENCE;
+        loop {
+            if let Some(answer) = done(child) {
+                return answer;
+            }
+            if Instant::now() > deadline {
+                child.kill().unwrap();
+                child.wait().unwrap();
+                panic!("the child neither stopped nor ended within {PATIENCE:?}");
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    /// Whether the child has stopped (`Some(true)`) or ended (`Some(false)`).
+    /// A stopped child is not reaped by this, an ended one is.
+    fn stopped_or_ended(child: &mut Child) -> Option<bool> {
+        let pid = libc::pid_t::try_from(child.id()).unwrap();
+        let mut status = 0;
+        // SAFETY: waitpid on our own child, with a valid status pointer.
+        let found = unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG | libc::WUNTRACED) };
+        assert!(found == 0 || found == pid, "waitpid failed");
+        (found == pid).then_some(libc::WIFSTOPPED(status))
+    }
+
+    #[test]
+    fn a_run_stops_itself_right_after_the_chosen_line() {
+        let mut child = Command::new(std::env::current_exe().unwrap())
+            .args([
+                "--exact",
+                "progress::tests::child",
+                "--ignored",
+                "--nocapture",
+            ])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let pid = libc::pid_t::try_from(child.id()).unwrap();
+        let mut stderr = child.stderr.take().unwrap();
+
+        let stopped = within_patience(&mut child, stopped_or_ended);
+        assert!(stopped, "the child ended without stopping");
+        // What it wrote before stopping, read without waiting for more.
+        // SAFETY: fcntl on a pipe this process owns.
+        unsafe { libc::fcntl(stderr.as_raw_fd(), libc::F_SETFL, libc::O_NONBLOCK) };
+        let mut before = vec![0; 1024];
+        let read = stderr.read(&mut before).unwrap_or(0);
+        assert_eq!(String::from_utf8_lossy(&before[..read]), "one\ntwo\n");
+
+        // SAFETY: kill on our own child.
+        unsafe { libc::kill(pid, libc::SIGCONT) };
+        let status = within_patience(&mut child, |child| child.try_wait().unwrap());
+        assert!(status.success(), "the child, continued: {status}");
+        // SAFETY: fcntl on a pipe this process owns.
+        unsafe { libc::fcntl(stderr.as_raw_fd(), libc::F_SETFL, 0) };
+        let mut after = String::new();
+        stderr.read_to_string(&mut after).unwrap();
+        assert_eq!(after, "three\n");
+    }
+}

@@ -67,3 +67,24 @@ async fn signal() -> std::io::Result<()> {
     #[cfg(not(unix))]
     tokio::signal::ctrl_c().await
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_raised_stop_stays_raised_and_wakes_whoever_waits() {
+        let stop = Arc::new(Stop::default());
+        assert!(!stop.is_raised());
+        let waiter = tokio::spawn({
+            let stop = stop.clone();
+            async move { stop.raised().await }
+        });
+        tokio::task::yield_now().await;
+        assert!(!waiter.is_finished(), "waits while nothing is raised");
+        stop.raise();
+        waiter.await.unwrap();
+        assert!(stop.is_raised(), "still raised after waking the waiter");
+        stop.raised().await;
+    }
+}
