@@ -212,12 +212,22 @@ pub fn failed_tests(libtest_output: &str) -> Vec<String> {
 }
 
 /// A consumer that hangs: every delivery, on either database, waits inside
-/// its transaction for a signal that never comes. (Move this edit with the
-/// inbox's `settle` if it moves.)
+/// its transaction for a signal that never comes. The edit shadows the
+/// runtime's `guarded`, through which the project runs every handler, one
+/// delivery or a set-based run.
 pub const HANG: Edit = Edit {
     path: "src/inbox/apply.rs",
-    find: ") -> Result<Result<(), Failure>, StorageError> {\n    let error = match result {",
-    replace: ") -> Result<Result<(), Failure>, StorageError> {\n    let (_go, signal) = std::sync::mpsc::channel::<()>();\n    let _ = signal.recv();\n    let error = match result {",
+    find: "use inbox_kit_runtime::inbox::{Failure, guarded};\n",
+    replace: "use inbox_kit_runtime::inbox::Failure;
+
+fn guarded(
+    apply: impl FnOnce() -> Result<(), crate::handler::HandlerError>,
+) -> Result<Result<(), Failure>, StorageError> {
+    let (_go, signal) = std::sync::mpsc::channel::<()>();
+    let _ = signal.recv();
+    inbox_kit_runtime::inbox::guarded(apply)
+}
+",
 };
 
 /// A consumer that hangs on SQLite: every batch's claims are written again

@@ -31,7 +31,9 @@ mod apply;
 mod steps;
 
 pub use apply::{run_handler, run_set_based};
-pub use inbox_kit_runtime::inbox::{DeadLetter, FAILED_INDEX, Failure, Outcome, Policy, unix_millis};
+pub use inbox_kit_runtime::inbox::{
+    DeadLetter, FAILED_INDEX, Failure, Outcome, Policy, unix_millis,
+};
 pub use inbox_kit_runtime::storage::{StorageError, StorageFault};
 pub use steps::{Step, steps};
 

@@ -41,8 +41,8 @@ mod tests {
 
     use super::*;
     use crate::event::{Event, PaymentCaptured};
-    use crate::inbox::Policy;
     use crate::handlers::{Debit, Refund};
+    use crate::inbox::Policy;
     use crate::message::{Message, MessageId};
 
     fn message(id: &str) -> Message {
