@@ -9,7 +9,7 @@ use std::fs;
 
 use common::{
     POSTGRES, POSTGRES_KAFKA, POSTGRES_NATS, SQLITE, SQLITE_KAFKA, SQLITE_NATS, VARIANTS, cargo_ok,
-    files, generate, kit,
+    files, generate, kit, kit_root, modules,
 };
 
 #[test]
@@ -129,6 +129,104 @@ fn each_variant_holds_only_its_own_database() {
         );
         assert!(!file.contains("postgres"), "{file} is PostgreSQL's");
     }
+}
+
+/// Every variant's modules, and the runtime crate's, can be read bottom
+/// up: no module imports one that imports it back (directly or around a
+/// circle), and the library's root imports none of its own modules (it
+/// only declares them). `farm-studio look` draws the same graph.
+#[test]
+fn modules_import_each_other_without_a_circle() {
+    let runtime = kit_root().join("template/vendor/inbox-kit-runtime/src");
+    assert_readable_bottom_up(
+        "inbox-kit-runtime",
+        &modules::imports(&runtime, "inbox_kit_runtime"),
+    );
+    for variant in VARIANTS {
+        let project = generate("orders-consumer", variant.defines);
+        let imports = modules::imports(&project.root.join("src"), "orders_consumer");
+        assert!(
+            imports
+                .iter()
+                .any(|import| import.from == "inbox" && import.to == "handlers"),
+            "the reader sees the inbox run handlers: {imports:#?}"
+        );
+        assert_readable_bottom_up(variant.name, &imports);
+    }
+}
+
+/// The check above has teeth: it finds a circle through a `use` group, a
+/// `super::` that leaves its folder, and a path in code, and a root that
+/// imports its own module; and it passes a crate without them.
+#[test]
+fn the_module_check_finds_circles_and_imports_from_the_root() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path();
+    let write = |file: &str, text: &str| {
+        let path = src.join(file);
+        fs::create_dir_all(path.parent().unwrap()).unwrap();
+        fs::write(path, text).unwrap();
+    };
+    write("lib.rs", "pub mod a;\npub mod b;\npub mod c;\n");
+    write("a/mod.rs", "mod inner;\n");
+    write("a/inner.rs", "use super::super::b::B; // names b\n");
+    write(
+        "b.rs",
+        "// crate::a is only mentioned here\npub struct B;\n",
+    );
+    write("c.rs", "use crate::{b::B, a};\n");
+    let imports = modules::imports(src, "x");
+    assert!(modules::circle(&imports).is_none(), "{imports:#?}");
+    let linked: Vec<(&str, &str)> = imports
+        .iter()
+        .map(|i| (i.from.as_str(), i.to.as_str()))
+        .collect();
+    assert_eq!(linked, [("a", "b"), ("c", "b"), ("c", "a")]);
+
+    write(
+        "b.rs",
+        "pub fn f() -> usize { std::mem::size_of::<crate::c::C>() }\n",
+    );
+    write("c.rs", "use crate::{b::B, a};\npub struct C;\n");
+    let circle = modules::circle(&modules::imports(src, "x")).expect("b -> c -> b");
+    let hops: Vec<(&str, &str)> = circle
+        .iter()
+        .map(|i| (i.from.as_str(), i.to.as_str()))
+        .collect();
+    assert!(
+        hops.contains(&("b", "c")) && hops.contains(&("c", "b")),
+        "{hops:?}"
+    );
+
+    write("b.rs", "pub struct B;\n");
+    write(
+        "lib.rs",
+        "pub mod a;\npub mod b;\npub mod c;\npub use b as bee;\n",
+    );
+    let imports = modules::imports(src, "x");
+    assert!(
+        imports.iter().any(|i| i.from == "lib" && i.to == "b"),
+        "{imports:#?}"
+    );
+}
+
+fn assert_readable_bottom_up(name: &str, imports: &[modules::Import]) {
+    if let Some(circle) = modules::circle(imports) {
+        let ties: Vec<String> = circle
+            .iter()
+            .map(|import| format!("{} -> {}: {}", import.from, import.to, import.at))
+            .collect();
+        panic!("{name}: modules in a circle:\n{}", ties.join("\n"));
+    }
+    let from_root: Vec<&String> = imports
+        .iter()
+        .filter(|import| import.from == "lib")
+        .map(|import| &import.at)
+        .collect();
+    assert!(
+        from_root.is_empty(),
+        "{name}: the library root imports its own modules: {from_root:#?}"
+    );
 }
 
 #[test]

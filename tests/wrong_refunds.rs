@@ -102,8 +102,8 @@ const WRONG: &[Wrong] = &[
 
 const DOES_NOTHING: &[Edit] = &[Edit {
     path: HANDLER,
-    find: "    fn apply(&self, tables: &mut dyn Tables, message: &Message) -> Result<(), HandlerError> {\n",
-    replace: "    fn apply(&self, tables: &mut dyn Tables, message: &Message) -> Result<(), HandlerError> {\n        if !message.id.as_str().is_empty() {\n            return Ok(());\n        }\n",
+    find: "    fn apply(&self, tables: &mut T, message: &Message) -> Result<(), HandlerError> {\n",
+    replace: "    fn apply(&self, tables: &mut T, message: &Message) -> Result<(), HandlerError> {\n        if !message.id.as_str().is_empty() {\n            return Ok(());\n        }\n",
 }];
 const NO_CAP: &[Edit] = &[Edit {
     path: HANDLER,

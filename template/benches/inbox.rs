@@ -37,8 +37,7 @@ use std::time::{Duration, Instant};
 
 use indicatif::ProgressBar;
 
-use {{crate_name}}::handler::Handler;
-use {{crate_name}}::handlers::Debit;
+use {{crate_name}}::handlers::{AnyHandler, Debit};
 use {{crate_name}}::inbox::{Delivery, Inbox, Outcome, Policy, StorageError};
 use {{crate_name}}::meter::Unmetered;
 use {{crate_name}}::metrics::Metrics;
@@ -175,7 +174,7 @@ impl Inbox for BareUpdate {
 fn run_pipeline<I: Inbox + 'static>(
     input: &Path,
     options: Options,
-    handler: Arc<dyn Handler>,
+    handler: Arc<AnyHandler>,
     open: impl Fn() -> Result<I, StorageError> + Send + Sync + 'static,
 ) -> (Summary, Duration) {
     let runtime = tokio::runtime::Runtime::new().expect("runtime");
@@ -209,7 +208,7 @@ fn metrics_table(input: &Path, deliveries: usize) {
     );
     println!("|---|---|---|---|---|");
     let batched = Options::default().batch_size;
-    let handler: Arc<dyn Handler> = Arc::new(Debit);
+    let handler: Arc<AnyHandler> = Arc::new(Debit);
     for (mode, batch_size, workers) in [
         ("one per delivery".to_owned(), 1, 1),
         (format!("batched ({batched}), set-based"), batched, 4),
@@ -279,8 +278,8 @@ fn throughput_table(input: &Path, deliveries: usize, raw: f64) {
     );
     println!("|---|---|---|---|---|---|");
     let batched = Options::default().batch_size;
-    let set_based: Arc<dyn Handler> = Arc::new(Debit);
-    let alone: Arc<dyn Handler> = Arc::new(DebitVariant::ONE_AT_A_TIME);
+    let set_based: Arc<AnyHandler> = Arc::new(Debit);
+    let alone: Arc<AnyHandler> = Arc::new(DebitVariant::ONE_AT_A_TIME);
     for (mode, batch_size, handler) in [
         ("one per delivery".to_owned(), 1, &set_based),
         (

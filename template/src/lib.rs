@@ -23,6 +23,7 @@
 //! (`vendor/inbox-kit-runtime/`, the kit's own code), re-exported here
 //! under the paths used everywhere else.
 
+pub mod database;
 pub mod defaults;
 pub mod envelope;
 pub mod event;
@@ -43,12 +44,6 @@ pub mod trace;
 pub use inbox_kit_runtime::{progress, stop};
 {% if database == "postgres" %}
 pub mod postgres;
-
-/// This project's database: PostgreSQL.
-pub use postgres as database;
 {%- else %}
 pub mod sqlite;
-
-/// This project's database: SQLite.
-pub use sqlite as database;
 {%- endif %}

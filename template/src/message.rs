@@ -2,7 +2,9 @@
 //! project's events. The id and its rules are the runtime crate's
 //! (`inbox_kit_runtime::message`); the event type is this project's.
 
-pub use inbox_kit_runtime::message::{InvalidMessageId, MAX_MESSAGE_ID_BYTES, MessageId};
+pub use inbox_kit_runtime::message::{
+    InvalidMessageId, MAX_MESSAGE_ID_BYTES, MessageId, TRACEPARENT,
+};
 
 use crate::event::Event;
 

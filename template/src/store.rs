@@ -2,7 +2,7 @@
 //!
 //! Everything else in the crate (the pipeline, the commands, the tests) talks
 //! to the database through [`Store`], and the database module of this
-//! project (named in `lib.rs`) implements it: connections, the inbox, the
+//! project (named in `database.rs`) implements it: connections, the inbox, the
 //! handlers' tables and retention. Swapping databases means writing that
 //! module again, and nothing else.
 

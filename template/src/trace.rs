@@ -29,11 +29,9 @@ use tracing_opentelemetry::OpenTelemetrySpanExt;
 
 use crate::handlers::Notification;
 use crate::inbox::{Delivery, FAILED_INDEX, Outcome};
+use crate::message::TRACEPARENT;
 use crate::meter::BatchEnd;
 use crate::source::Incoming;
-
-/// The header (and the JSON field) that carries a W3C trace context.
-pub const TRACEPARENT: &str = "traceparent";
 
 /// Makes `span` a child of the remote span that `traceparent` names; a
 /// missing or malformed one leaves it a root.

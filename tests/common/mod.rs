@@ -9,6 +9,7 @@
 
 pub mod git;
 pub mod hook;
+pub mod modules;
 pub mod replay;
 pub mod trials;
 

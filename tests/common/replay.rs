@@ -195,8 +195,8 @@ pub const RESERVING: Consumer = Consumer {
     },
     stub_signature: &[
         (
-            "(&self, tables: &mut dyn Tables, message: &Message)",
-            "(&self, _tables: &mut dyn Tables, _message: &Message)",
+            "(&self, tables: &mut T, message: &Message)",
+            "(&self, _tables: &mut T, _message: &Message)",
         ),
         // What only the implementation uses (clippy runs at step 3).
         (
@@ -204,8 +204,8 @@ pub const RESERVING: Consumer = Consumer {
             "use crate::event::Event;",
         ),
         (
-            "use crate::handler::{Handler, HandlerError, Refused};",
-            "use crate::handler::{Handler, HandlerError};",
+            "use crate::handler::{Handler, HandlerError, Refused, Subscriber};",
+            "use crate::handler::{Handler, HandlerError, Subscriber};",
         ),
     ],
     stub_body: "        Ok(())\n",

@@ -8,7 +8,7 @@ use std::time::Duration;
 use clap::Args;
 
 use {{crate_name}}::database::Database;
-use {{crate_name}}::handler::Handler;
+use {{crate_name}}::handlers::AnyHandler;
 use {{crate_name}}::meter::{Meter, Unmetered};
 use {{crate_name}}::metrics::{Metrics, http};
 use {{crate_name}}::progress::note;
@@ -37,7 +37,7 @@ impl MetricsArgs {
     pub async fn meter(
         &self,
         database: &Database,
-        consumers: &[Arc<dyn Handler>],
+        consumers: &[Arc<AnyHandler>],
         broker: Option<Box<dyn BrokerProbe>>,
     ) -> anyhow::Result<Arc<dyn Meter>> {
         let Some(addr) = self.metrics_addr else {

@@ -8,8 +8,8 @@ use clap::Args;
 
 use {{crate_name}}::database::{Database, DatabaseOptions};
 use {{crate_name}}::defaults;
-use {{crate_name}}::handler::Handler;
 use {{crate_name}}::handlers;
+use {{crate_name}}::handlers::AnyHandler;
 use {{crate_name}}::inbox::Policy;
 use {{crate_name}}::pipeline::{self, Options, Report};
 use {{crate_name}}::source::{BrokerProbe, Source};
@@ -46,7 +46,7 @@ pub struct WorkArgs {
 impl WorkArgs {
     /// The consumers to run; a usage error (exit code 2) for an unknown
     /// name, or for options the database refuses.
-    pub fn consumers(&self, database: &DatabaseOptions) -> Vec<Arc<dyn Handler>> {
+    pub fn consumers(&self, database: &DatabaseOptions) -> Vec<Arc<AnyHandler>> {
         if let Some(refusal) = database.refuse_workers(self.workers) {
             super::usage_error(refusal);
         }
@@ -60,7 +60,7 @@ impl WorkArgs {
     pub async fn deliver(
         &self,
         source: Box<dyn Source>,
-        consumers: Vec<Arc<dyn Handler>>,
+        consumers: Vec<Arc<AnyHandler>>,
         database: Database,
         probe: Option<Box<dyn BrokerProbe>>,
     ) -> anyhow::Result<Report> {
@@ -78,7 +78,7 @@ impl WorkArgs {
     async fn options(
         &self,
         database: &Database,
-        consumers: &[Arc<dyn Handler>],
+        consumers: &[Arc<AnyHandler>],
         broker: Option<Box<dyn BrokerProbe>>,
     ) -> anyhow::Result<Options> {
         Ok(Options {

@@ -12,10 +12,10 @@
 //! is the payment alone: one payment debits once, and two payments from one
 //! account are two debits.
 
+use inbox_kit_runtime::storage::StorageError;
+
 use crate::event::{Event, NotSubscribed};
-use crate::handler::{Handler, HandlerError, SetBased};
-use crate::handlers::Tables;
-use crate::inbox::StorageError;
+use crate::handler::{Handler, HandlerError, SetBased, Subscriber};
 use crate::message::Message;
 
 /// The `debit` consumer.
@@ -57,7 +57,7 @@ pub trait Ledger {
     fn debits(&mut self) -> Result<Vec<Debited>, StorageError>;
 }
 
-impl Handler for Debit {
+impl Subscriber<Event> for Debit {
     fn consumer(&self) -> &'static str {
         "debit"
     }
@@ -65,8 +65,10 @@ impl Handler for Debit {
     fn subscribes_to(&self, event: &Event) -> bool {
         matches!(event, Event::PaymentCaptured(_))
     }
+}
 
-    fn apply(&self, tables: &mut dyn Tables, message: &Message) -> Result<(), HandlerError> {
+impl<T: Ledger + ?Sized> Handler<Event, T> for Debit {
+    fn apply(&self, tables: &mut T, message: &Message) -> Result<(), HandlerError> {
         let debit = Debited::asked_by(message)?;
         if !tables.debit(&debit)? {
             return Err(UnknownAccount(debit.account).into());
@@ -74,7 +76,7 @@ impl Handler for Debit {
         Ok(())
     }
 
-    fn set_based(&self) -> Option<&dyn SetBased> {
+    fn set_based(&self) -> Option<&dyn SetBased<Event, T>> {
         Some(self)
     }
 }
@@ -83,12 +85,8 @@ impl Handler for Debit {
 /// their sums, the ledger rows all at once. Any account missing fails the
 /// whole attempt; the inbox then applies each payment alone, and only the
 /// one with the missing account fails.
-impl SetBased for Debit {
-    fn apply_all(
-        &self,
-        tables: &mut dyn Tables,
-        messages: &[&Message],
-    ) -> Result<(), HandlerError> {
+impl<T: Ledger + ?Sized> SetBased<Event, T> for Debit {
+    fn apply_all(&self, tables: &mut T, messages: &[&Message]) -> Result<(), HandlerError> {
         let debits = messages
             .iter()
             .map(|message| Debited::asked_by(message))

@@ -10,8 +10,10 @@
 //! apply.
 //!
 //! Each handler declares the operations it needs on its own tables as a
-//! trait ([`Ledger`], [`Outbox`], [`Refunds`]); [`Tables`] gathers them,
-//! and the database module implements each one with its SQL.
+//! trait ([`Ledger`], [`Outbox`], [`Refunds`]) and is generic over tables
+//! that have it; [`Tables`] gathers them, the database module implements
+//! each one with its SQL, and [`AnyHandler`] is a handler of this service
+//! handed all of them.
 
 mod debit;
 mod notify;
@@ -27,6 +29,7 @@ pub use refund::{Refund, Refundable, Refunded, Refunds};
 
 pub use inbox_kit_runtime::handler::{BadConsumers, UnknownConsumer};
 
+use crate::event::Event;
 use crate::handler::Handler;
 
 /// Everything handlers may do inside a delivery's transaction: one trait
@@ -35,18 +38,27 @@ pub trait Tables: Ledger + Outbox + Refunds {}
 
 impl<T: Ledger + Outbox + Refunds + ?Sized> Tables for T {}
 
+/// A consumer of this service, as the inbox runs it: on this service's
+/// events, handed every table (though it bounds by its own trait what it
+/// may touch), whatever the transaction's lifetime.
+pub type AnyHandler = BorrowedHandler<'static>;
+
+/// [`AnyHandler`] that may borrow for `'a`, such as a test's wrapper
+/// around a handler it was lent: what one delivery needs.
+pub type BorrowedHandler<'a> = dyn for<'t> Handler<Event, dyn Tables + 't> + 'a;
+
 /// Every consumer this service knows, in a fixed order.
-pub fn all() -> Vec<Arc<dyn Handler>> {
+pub fn all() -> Vec<Arc<AnyHandler>> {
     vec![Arc::new(Debit), Arc::new(Notify), Arc::new(Refund)]
 }
 
 /// Whether `handlers` can run side by side (see [`check_names`]).
-pub fn check(handlers: &[Arc<dyn Handler>]) -> Result<(), BadConsumers> {
+pub fn check(handlers: &[Arc<AnyHandler>]) -> Result<(), BadConsumers> {
     check_names(handlers.iter().map(|handler| handler.consumer()))
 }
 
 /// Picks consumers by name; an empty list means all of them.
-pub fn select(names: &[String]) -> Result<Vec<Arc<dyn Handler>>, BadConsumers> {
+pub fn select(names: &[String]) -> Result<Vec<Arc<AnyHandler>>, BadConsumers> {
     let all = all();
     let known: Vec<&str> = all.iter().map(|handler| handler.consumer()).collect();
     let picked = pick(names, &known)?;
@@ -59,7 +71,7 @@ mod tests {
 
     #[test]
     fn two_consumers_with_one_name_cannot_run_together() {
-        let twice: Vec<Arc<dyn Handler>> = vec![Arc::new(Debit), Arc::new(Debit)];
+        let twice: Vec<Arc<AnyHandler>> = vec![Arc::new(Debit), Arc::new(Debit)];
         assert_eq!(check(&twice), Err(BadConsumers::SameName("debit".into())));
     }
 

@@ -10,10 +10,10 @@
 //! (the account, the text): a repeat of the event is the same notification
 //! even if its payload changed.
 
+use inbox_kit_runtime::storage::StorageError;
+
 use crate::event::{Event, NotSubscribed};
-use crate::handler::{Handler, HandlerError, SetBased};
-use crate::handlers::Tables;
-use crate::inbox::StorageError;
+use crate::handler::{Handler, HandlerError, SetBased, Subscriber};
 use crate::message::Message;
 
 /// Every channel a payment is announced on.
@@ -48,7 +48,7 @@ pub trait Outbox {
     fn notifications(&mut self) -> Result<Vec<Notification>, StorageError>;
 }
 
-impl Handler for Notify {
+impl Subscriber<Event> for Notify {
     fn consumer(&self) -> &'static str {
         "notify"
     }
@@ -56,26 +56,24 @@ impl Handler for Notify {
     fn subscribes_to(&self, event: &Event) -> bool {
         matches!(event, Event::PaymentCaptured(_))
     }
+}
 
-    fn apply(&self, tables: &mut dyn Tables, message: &Message) -> Result<(), HandlerError> {
+impl<T: Outbox + ?Sized> Handler<Event, T> for Notify {
+    fn apply(&self, tables: &mut T, message: &Message) -> Result<(), HandlerError> {
         for notification in notifications_of(message)? {
             tables.queue_notification(&notification)?;
         }
         Ok(())
     }
 
-    fn set_based(&self) -> Option<&dyn SetBased> {
+    fn set_based(&self) -> Option<&dyn SetBased<Event, T>> {
         Some(self)
     }
 }
 
 /// A run's notifications in one statement (on PostgreSQL).
-impl SetBased for Notify {
-    fn apply_all(
-        &self,
-        tables: &mut dyn Tables,
-        messages: &[&Message],
-    ) -> Result<(), HandlerError> {
+impl<T: Outbox + ?Sized> SetBased<Event, T> for Notify {
+    fn apply_all(&self, tables: &mut T, messages: &[&Message]) -> Result<(), HandlerError> {
         let mut notifications = Vec::with_capacity(messages.len() * CHANNELS.len());
         for message in messages {
             notifications.extend(notifications_of(message)?);

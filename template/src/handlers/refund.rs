@@ -16,10 +16,10 @@
 //!   another account than the payment's, can never apply: it is
 //!   [`Refused`], dead-lettered at once instead of retried.
 
+use inbox_kit_runtime::storage::StorageError;
+
 use crate::event::{Event, NotSubscribed};
-use crate::handler::{Handler, HandlerError, Refused};
-use crate::handlers::Tables;
-use crate::inbox::StorageError;
+use crate::handler::{Handler, HandlerError, Refused, Subscriber};
 use crate::message::Message;
 
 /// The `refund` consumer.
@@ -62,7 +62,7 @@ pub trait Refunds {
     fn refunds(&mut self) -> Result<Vec<Refunded>, StorageError>;
 }
 
-impl Handler for Refund {
+impl Subscriber<Event> for Refund {
     fn consumer(&self) -> &'static str {
         "refund"
     }
@@ -70,8 +70,10 @@ impl Handler for Refund {
     fn subscribes_to(&self, event: &Event) -> bool {
         matches!(event, Event::PaymentRefunded(_))
     }
+}
 
-    fn apply(&self, tables: &mut dyn Tables, message: &Message) -> Result<(), HandlerError> {
+impl<T: Refunds + ?Sized> Handler<Event, T> for Refund {
+    fn apply(&self, tables: &mut T, message: &Message) -> Result<(), HandlerError> {
         let request = message
             .event
             .payment_refunded()

@@ -6,6 +6,7 @@
 use inbox_kit_runtime::inbox::{Failure, guarded};
 
 use super::{Delivery, StorageError};
+use crate::event::Event;
 use crate::handler::SetBased;
 use crate::handlers::Tables;
 use crate::message::Message;
@@ -22,10 +23,10 @@ pub fn run_handler(
 /// Runs a handler's set-based path on `messages`, with the same verdicts
 /// as [`run_handler`]: `Ok(Err(_))` means "roll it back and apply them one
 /// at a time", `Err(fault)` abandons the whole batch.
-pub fn run_set_based(
-    set_based: &dyn SetBased,
+pub fn run_set_based<'t>(
+    set_based: &dyn SetBased<Event, dyn Tables + 't>,
     messages: &[&Message],
-    tables: &mut dyn Tables,
+    tables: &mut (dyn Tables + 't),
 ) -> Result<Result<(), Failure>, StorageError> {
     guarded(|| set_based.apply_all(tables, messages))
 }

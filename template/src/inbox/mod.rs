@@ -24,7 +24,7 @@
 //!
 //! This module is the seam between the consumer and its database: it says
 //! what an inbox does, and the database module of this project (see
-//! `lib.rs`) says how. The test harness plugs known-broken implementations
+//! `database.rs`) says how. The test harness plugs known-broken implementations
 //! into the same seam to show that the tests catch them.
 
 mod apply;
@@ -37,13 +37,13 @@ pub use inbox_kit_runtime::inbox::{
 pub use inbox_kit_runtime::storage::{StorageError, StorageFault};
 pub use steps::{Step, steps};
 
-use crate::handler::Handler;
+use crate::handlers::BorrowedHandler;
 use crate::message::Message;
 
 /// One message for one consumer.
 #[derive(Clone, Copy)]
 pub struct Delivery<'a> {
-    pub handler: &'a dyn Handler,
+    pub handler: &'a BorrowedHandler<'a>,
     pub message: &'a Message,
     /// How many times the source has delivered the message, this time
     /// included (1 when the source does not count).
@@ -52,7 +52,7 @@ pub struct Delivery<'a> {
 
 impl<'a> Delivery<'a> {
     /// A first delivery of `message` to `handler`.
-    pub fn new(handler: &'a dyn Handler, message: &'a Message) -> Self {
+    pub fn new(handler: &'a BorrowedHandler<'a>, message: &'a Message) -> Self {
         Self {
             handler,
             message,
@@ -72,7 +72,7 @@ pub trait Inbox: Send {
     /// Processes a single delivery in its own transaction.
     fn deliver(
         &mut self,
-        handler: &dyn Handler,
+        handler: &BorrowedHandler<'_>,
         message: &Message,
     ) -> Result<Outcome, StorageError> {
         let outcomes = self.deliver_batch(&[Delivery::new(handler, message)])?;
@@ -97,7 +97,7 @@ pub trait DeadLetters {
     /// everything is rolled back and the dead letter stays as it was.
     fn redrive(
         &mut self,
-        handler: &dyn Handler,
+        handler: &BorrowedHandler<'_>,
         message: &Message,
     ) -> Result<Outcome, StorageError>;
 }

@@ -5,7 +5,7 @@
 pub use inbox_kit_runtime::steps::{Step, steps};
 
 use super::Delivery;
-use crate::handler::Handler;
+use crate::handlers::BorrowedHandler;
 
 impl inbox_kit_runtime::steps::Batched for Delivery<'_> {
     fn message_id(&self) -> &str {
@@ -31,7 +31,7 @@ impl inbox_kit_runtime::steps::Batched for Delivery<'_> {
 /// the vtable tells their types apart. (Equal vtables of two types would
 /// mean identical code, hence identical behaviour.)
 #[allow(ambiguous_wide_pointer_comparisons)]
-fn same_handler(a: &dyn Handler, b: &dyn Handler) -> bool {
+fn same_handler(a: &BorrowedHandler<'_>, b: &BorrowedHandler<'_>) -> bool {
     std::ptr::eq(a, b)
 }
 

@@ -35,7 +35,7 @@ use anyhow::Context;
 use crossbeam_channel::{Receiver, Sender};
 use tracing::Span;
 
-use crate::handler::Handler;
+use crate::handlers::AnyHandler;
 use crate::inbox::{Delivery, Inbox, Outcome, StorageError};
 use crate::message::Message;
 use crate::meter::{BatchEnd, Meter, Unmetered};
@@ -124,7 +124,7 @@ pub struct Report {
 /// `open_inbox` is called once per worker, on the worker's thread.
 pub async fn run<I, F>(
     source: Box<dyn Source>,
-    handlers: Vec<Arc<dyn Handler>>,
+    handlers: Vec<Arc<AnyHandler>>,
     open_inbox: F,
     options: Options,
 ) -> anyhow::Result<Report>
@@ -143,7 +143,7 @@ where
 /// for tests that stop a broker source once it has nothing left).
 pub async fn run_until<I, F>(
     source: Box<dyn Source>,
-    handlers: Vec<Arc<dyn Handler>>,
+    handlers: Vec<Arc<AnyHandler>>,
     open_inbox: F,
     options: Options,
     stop: Arc<Stop>,
@@ -218,7 +218,7 @@ fn route(routing: &dyn Route, chunks: &Receiver<Vec<Incoming>>, queues: &[Sender
 fn work<I: Inbox>(
     mut inbox: I,
     chunks: &Receiver<Vec<Incoming>>,
-    handlers: &[Arc<dyn Handler>],
+    handlers: &[Arc<AnyHandler>],
     options: &Options,
 ) -> Summary {
     let mut summary = Summary::default();

@@ -28,7 +28,7 @@ use postgres::Statement;
 use super::poison::{self, PoisonStatements};
 use super::tables::{PgTables, TableStatements};
 use super::{Database, Exec, Pipelined};
-use crate::handler::Handler;
+use crate::handlers::BorrowedHandler;
 use crate::inbox::{
     DeadLetter, DeadLetters, Delivery, Failure, Inbox, Outcome, Policy, Step, StorageError,
     StorageFault, run_handler, run_set_based, steps, unix_millis,
@@ -165,7 +165,7 @@ impl DeadLetters for PgInbox {
 
     fn redrive(
         &mut self,
-        handler: &dyn Handler,
+        handler: &BorrowedHandler<'_>,
         message: &Message,
     ) -> Result<Outcome, StorageError> {
         let Connection { client, statements } = self.connection()?;

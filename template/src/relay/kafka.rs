@@ -15,7 +15,7 @@ use rdkafka::producer::{FutureProducer, FutureRecord};
 
 use super::lines::to_line;
 use super::{Outgoing, Sent, Sink};
-use crate::trace::TRACEPARENT;
+use crate::message::TRACEPARENT;
 
 /// How long a send may wait in the producer's queue, retries included.
 const SEND_TIMEOUT: Duration = Duration::from_secs(30);

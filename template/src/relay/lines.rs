@@ -12,7 +12,7 @@
 use std::io::Write;
 
 use super::{Outgoing, Sent, Sink};
-use crate::trace::TRACEPARENT;
+use crate::message::TRACEPARENT;
 
 /// The envelope `type` of a relayed notification.
 pub const NOTIFICATION_TYPE: &str = "notification.requested";

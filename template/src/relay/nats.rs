@@ -11,7 +11,7 @@ use async_nats::jetstream::{self, stream};
 
 use super::lines::to_line;
 use super::{Outgoing, Sent, Sink};
-use crate::trace::TRACEPARENT;
+use crate::message::TRACEPARENT;
 
 /// Where notifications are published (options of `relay send`).
 #[derive(clap::Args, Debug, Clone)]

@@ -14,7 +14,7 @@ use rusqlite::{CachedStatement, Connection, TransactionBehavior};
 
 use super::poison;
 use super::tables::SqliteTables;
-use crate::handler::Handler;
+use crate::handlers::BorrowedHandler;
 use crate::inbox::{
     DeadLetter, DeadLetters, Delivery, Failure, Inbox, Outcome, Policy, Step, StorageError,
     StorageFault, run_handler, run_set_based, steps, unix_millis,
@@ -112,7 +112,7 @@ impl DeadLetters for SqliteInbox {
 
     fn redrive(
         &mut self,
-        handler: &dyn Handler,
+        handler: &BorrowedHandler<'_>,
         message: &Message,
     ) -> Result<Outcome, StorageError> {
         let now = unix_millis(SystemTime::now());

@@ -10,8 +10,8 @@ use std::time::Duration;
 use crossbeam_channel::Sender;
 
 use {{crate_name}}::event::Event;
-use {{crate_name}}::handler::{Handler, HandlerError};
-use {{crate_name}}::handlers::{Debit, Notify, Tables};
+use {{crate_name}}::handler::{Handler, HandlerError, Subscriber};
+use {{crate_name}}::handlers::{AnyHandler, Debit, Notify, Tables};
 use {{crate_name}}::inbox::{Delivery, Inbox, Outcome, Policy, StorageError, StorageFault};
 use {{crate_name}}::message::Message;
 use {{crate_name}}::source::{Incoming, Source, Stop};
@@ -22,7 +22,7 @@ use crate::support::nats::Broker;
 use crate::support::subjects::{DebitSubject, NotifySubject, payments};
 use crate::{consume_until_drained, real_inbox};
 
-fn handlers() -> Vec<Arc<dyn Handler>> {
+fn handlers() -> Vec<Arc<AnyHandler>> {
     vec![Arc::new(Debit), Arc::new(Notify)]
 }
 
@@ -189,14 +189,18 @@ struct Slow {
     done: AtomicBool,
 }
 
-impl Handler for Slow {
+impl Subscriber<Event> for Slow {
     fn consumer(&self) -> &'static str {
         Debit.consumer()
     }
+
     fn subscribes_to(&self, event: &Event) -> bool {
         Debit.subscribes_to(event)
     }
-    fn apply(&self, tables: &mut dyn Tables, message: &Message) -> Result<(), HandlerError> {
+}
+
+impl<'t> Handler<Event, dyn Tables + 't> for Slow {
+    fn apply(&self, tables: &mut (dyn Tables + 't), message: &Message) -> Result<(), HandlerError> {
         if message.id.as_str() == self.id && !self.done.swap(true, Ordering::SeqCst) {
             std::thread::sleep(self.delay);
         }

@@ -6,8 +6,7 @@ use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
 
-use {{crate_name}}::handler::Handler;
-use {{crate_name}}::handlers::{Debit, Notify};
+use {{crate_name}}::handlers::{AnyHandler, Debit, Notify};
 use {{crate_name}}::inbox::Policy;
 
 use crate::support::harness::{
@@ -33,7 +32,7 @@ fn events_published_twice_with_failing_first_attempts_apply_once() {
         .step_by(5)
         .map(|message| message.id.as_str().to_owned())
         .collect();
-    let handlers: Vec<Arc<dyn Handler>> = vec![
+    let handlers: Vec<Arc<AnyHandler>> = vec![
         Arc::new(FailFirstAttempt::new(Arc::new(Debit), failing)),
         Arc::new(Notify),
     ];

@@ -26,7 +26,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use {{crate_name}}::handler::Handler;
+use {{crate_name}}::handlers::AnyHandler;
 use {{crate_name}}::inbox::{Inbox, StorageError};
 use {{crate_name}}::pipeline::{self, Report};
 use {{crate_name}}::source::{Source, Stop};
@@ -84,7 +84,7 @@ enum SourceKind {
 /// that every settle was confirmed by the server, and returns what it saw.
 fn consume_until_drained<I, F>(
     broker: &Broker,
-    handlers: Vec<Arc<dyn Handler>>,
+    handlers: Vec<Arc<AnyHandler>>,
     open: F,
     ack_wait: Duration,
     wrap: impl FnOnce(Box<dyn Source>) -> Box<dyn Source> + 'static,
@@ -116,7 +116,7 @@ fn consume_through_proxy<I, F>(
     broker: &Broker,
     source: SourceKind,
     withhold: Withhold,
-    handlers: Vec<Arc<dyn Handler>>,
+    handlers: Vec<Arc<AnyHandler>>,
     open: F,
     ack_wait: Duration,
 ) -> Seen

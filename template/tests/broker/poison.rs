@@ -8,8 +8,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use {{crate_name}}::event::{Event, PaymentCaptured};
-use {{crate_name}}::handler::Handler;
-use {{crate_name}}::handlers::Debit;
+use {{crate_name}}::handlers::{AnyHandler, Debit};
 use {{crate_name}}::inbox::{
     DeadLetters, Delivery, Inbox, Outcome, Policy, StorageError, StorageFault,
 };
@@ -46,7 +45,7 @@ fn a_message_that_always_fails_is_dead_lettered_and_terminated() {
     let policy = Policy { max_attempts: 2 };
     let seen = consume_until_drained(
         &broker,
-        vec![Arc::new(Debit) as Arc<dyn Handler>],
+        vec![Arc::new(Debit) as Arc<AnyHandler>],
         real_inbox(&fixture, policy),
         Duration::from_secs(2),
         |source| source,
@@ -116,7 +115,7 @@ fn a_message_the_consumer_keeps_dying_on_is_parked_by_its_delivery_count() {
     let counts = passed.clone();
     let seen = consume_until_drained(
         &broker,
-        vec![Arc::new(Debit) as Arc<dyn Handler>],
+        vec![Arc::new(Debit) as Arc<AnyHandler>],
         move || {
             Ok(DiesOn {
                 inner: database.inbox(policy)?,

@@ -9,8 +9,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use {{crate_name}}::handler::Handler;
-use {{crate_name}}::handlers::Debit;
+use {{crate_name}}::handlers::{AnyHandler, Debit};
 use {{crate_name}}::inbox::Policy;
 
 use crate::support::harness::{RealInbox, assert_applied_once, fixture_for};
@@ -33,7 +32,7 @@ fn consume_with(source: SourceKind) -> Seen {
         &broker,
         source,
         withhold_first_settle_of_every_third,
-        vec![Arc::new(Debit) as Arc<dyn Handler>],
+        vec![Arc::new(Debit) as Arc<AnyHandler>],
         real_inbox(&fixture, Policy::default()),
         Duration::from_secs(1),
     );

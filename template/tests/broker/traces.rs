@@ -8,8 +8,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use {{crate_name}}::handler::Handler;
-use {{crate_name}}::handlers::{Debit, Notify};
+use {{crate_name}}::handlers::{AnyHandler, Debit, Notify};
 use {{crate_name}}::inbox::Policy;
 use {{crate_name}}::relay::nats::NatsSink;
 
@@ -32,7 +31,7 @@ fn a_trace_published_with_a_message_reaches_its_spans_and_relayed_notifications(
     let (first, retry) = (Producer::new(), Producer::new());
     broker.publish_traced(&message, "first", &first.traceparent());
     broker.publish_traced(&message, "retry", &retry.traceparent());
-    let handlers: Vec<Arc<dyn Handler>> = vec![Arc::new(Debit), Arc::new(Notify)];
+    let handlers: Vec<Arc<AnyHandler>> = vec![Arc::new(Debit), Arc::new(Notify)];
     let seen = consume_until_drained(
         &broker,
         handlers,

@@ -6,8 +6,9 @@
 
 use std::sync::Arc;
 
+use {{crate_name}}::event::Event;
 use {{crate_name}}::handler::Handler;
-use {{crate_name}}::handlers::{self, Debit, Notify, Refund};
+use {{crate_name}}::handlers::{self, AnyHandler, Debit, Notify, Refund, Tables};
 
 use crate::support::broken::*;
 use crate::support::database::CONCURRENT_WRITERS;
@@ -225,7 +226,7 @@ fn a_set_based_path_that_drops_what_it_cannot_apply_is_caught() {
     );
 }
 
-fn refund(handler: impl Handler + 'static) -> RefundSubject {
+fn refund(handler: impl for<'t> Handler<Event, dyn Tables + 't> + 'static) -> RefundSubject {
     RefundSubject {
         handler: Arc::new(handler),
     }
@@ -305,10 +306,10 @@ fn routing_by_anything_but_the_partition_key_is_caught_through_the_pipeline() {
 
 #[test]
 fn two_consumers_sharing_a_name_are_caught_by_the_registry_check() {
-    let registry: Vec<Arc<dyn Handler>> = vec![Arc::new(Debit), Arc::new(Notify), Arc::new(Refund)];
+    let registry: Vec<Arc<AnyHandler>> = vec![Arc::new(Debit), Arc::new(Notify), Arc::new(Refund)];
     handlers::check(&registry).expect("the shipped names are distinct");
     // `refund` named `debit`: it would share the debit consumer's inbox key.
-    let renamed: Vec<Arc<dyn Handler>> =
+    let renamed: Vec<Arc<AnyHandler>> =
         vec![Arc::new(Debit), Arc::new(NamedDebit(Arc::new(Refund)))];
     caught(
         handlers::check(&renamed).map_err(|error| Violation(error.to_string())),

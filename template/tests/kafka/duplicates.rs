@@ -5,8 +5,7 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use {{crate_name}}::handler::Handler;
-use {{crate_name}}::handlers::{Debit, Notify};
+use {{crate_name}}::handlers::{AnyHandler, Debit, Notify};
 use {{crate_name}}::inbox::Policy;
 use {{crate_name}}::message::MessageId;
 
@@ -35,7 +34,7 @@ pub fn published_twice(kind: SourceKind) -> (Seen, Vec<String>) {
         .step_by(5)
         .map(|message| message.id.as_str().to_owned())
         .collect();
-    let handlers: Vec<Arc<dyn Handler>> = vec![
+    let handlers: Vec<Arc<AnyHandler>> = vec![
         Arc::new(FailFirstAttempt::new(Arc::new(Debit), failing)),
         Arc::new(Notify),
     ];
@@ -90,7 +89,7 @@ fn the_header_is_the_message_id_and_the_envelope_id_the_fallback() {
     let seen = consume_until_drained(
         &broker,
         SourceKind::Real,
-        vec![Arc::new(Debit) as Arc<dyn Handler>],
+        vec![Arc::new(Debit) as Arc<AnyHandler>],
         real_inbox(&fixture, Policy::default()),
     );
     println!("{}", seen.report.summary);

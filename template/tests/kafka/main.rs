@@ -33,7 +33,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use {{crate_name}}::handler::Handler;
+use {{crate_name}}::handlers::AnyHandler;
 use {{crate_name}}::inbox::{Inbox, StorageError};
 use {{crate_name}}::pipeline::{self, Report};
 use {{crate_name}}::source::kafka::Counts;
@@ -85,7 +85,7 @@ impl Running {
     fn start<I, F>(
         broker: &Broker,
         kind: SourceKind,
-        handlers: Vec<Arc<dyn Handler>>,
+        handlers: Vec<Arc<AnyHandler>>,
         open: F,
     ) -> Self
     where
@@ -166,7 +166,7 @@ fn wait_for(mut done: impl FnMut() -> bool) -> bool {
 fn consume_until<I, F>(
     broker: &Broker,
     kind: SourceKind,
-    handlers: Vec<Arc<dyn Handler>>,
+    handlers: Vec<Arc<AnyHandler>>,
     open: F,
     done: impl FnMut() -> bool,
 ) -> Seen
@@ -183,7 +183,7 @@ where
 fn consume_until_drained<I, F>(
     broker: &Broker,
     kind: SourceKind,
-    handlers: Vec<Arc<dyn Handler>>,
+    handlers: Vec<Arc<AnyHandler>>,
     open: F,
 ) -> Seen
 where

@@ -8,8 +8,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 use {{crate_name}}::event::Event;
-use {{crate_name}}::handler::{Handler, HandlerError};
-use {{crate_name}}::handlers::{Debit, Tables};
+use {{crate_name}}::handler::{Handler, HandlerError, Subscriber};
+use {{crate_name}}::handlers::{AnyHandler, Debit, Tables};
 use {{crate_name}}::inbox::{Delivery, Inbox, Outcome, Policy, StorageError, StorageFault};
 use {{crate_name}}::message::Message;
 
@@ -27,14 +27,18 @@ struct Counted {
     attempts: Arc<AtomicU32>,
 }
 
-impl Handler for Counted {
+impl Subscriber<Event> for Counted {
     fn consumer(&self) -> &'static str {
         self.inner.consumer()
     }
+
     fn subscribes_to(&self, event: &Event) -> bool {
         self.inner.subscribes_to(event)
     }
-    fn apply(&self, tables: &mut dyn Tables, message: &Message) -> Result<(), HandlerError> {
+}
+
+impl<'t> Handler<Event, dyn Tables + 't> for Counted {
+    fn apply(&self, tables: &mut (dyn Tables + 't), message: &Message) -> Result<(), HandlerError> {
         if message.id.as_str() == self.id {
             self.attempts.fetch_add(1, Ordering::SeqCst);
         }
@@ -66,7 +70,7 @@ pub fn failing_message_across_a_restart(kind: SourceKind) -> Vec<String> {
     let first = consume_until(
         &broker,
         kind,
-        vec![Arc::new(handler) as Arc<dyn Handler>],
+        vec![Arc::new(handler) as Arc<AnyHandler>],
         real_inbox(&fixture, policy),
         // A retry comes after a wait of its own: by then the source has
         // committed what the others' settles allowed, several rounds over.
@@ -79,7 +83,7 @@ pub fn failing_message_across_a_restart(kind: SourceKind) -> Vec<String> {
     let second = consume_until(
         &broker,
         kind,
-        vec![Arc::new(Debit) as Arc<dyn Handler>],
+        vec![Arc::new(Debit) as Arc<AnyHandler>],
         real_inbox(&fixture, policy),
         || broker.uncommitted(GROUP) == 0,
     );
@@ -147,7 +151,7 @@ fn a_storage_outage_commits_no_offset_and_the_messages_come_back() {
     let during = consume_until(
         &broker,
         SourceKind::Real,
-        vec![Arc::new(Debit) as Arc<dyn Handler>],
+        vec![Arc::new(Debit) as Arc<AnyHandler>],
         open,
         || failed.load(Ordering::SeqCst) >= 6,
     );
@@ -161,7 +165,7 @@ fn a_storage_outage_commits_no_offset_and_the_messages_come_back() {
     let after = consume_until_drained(
         &broker,
         SourceKind::Real,
-        vec![Arc::new(Debit) as Arc<dyn Handler>],
+        vec![Arc::new(Debit) as Arc<AnyHandler>],
         real_inbox(&fixture, policy),
     );
     println!(

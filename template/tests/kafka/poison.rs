@@ -5,8 +5,7 @@
 use std::sync::Arc;
 
 use {{crate_name}}::event::{Event, PaymentCaptured};
-use {{crate_name}}::handler::Handler;
-use {{crate_name}}::handlers::Debit;
+use {{crate_name}}::handlers::{AnyHandler, Debit};
 use {{crate_name}}::inbox::{DeadLetters, Policy};
 use {{crate_name}}::message::{Message, MessageId};
 use {{crate_name}}::store::Store;
@@ -40,7 +39,7 @@ fn a_message_that_always_fails_is_dead_lettered_and_its_offset_passes() {
     let seen = consume_until_drained(
         &broker,
         SourceKind::Real,
-        vec![Arc::new(Debit) as Arc<dyn Handler>],
+        vec![Arc::new(Debit) as Arc<AnyHandler>],
         real_inbox(&fixture, policy),
     );
     println!("{seen:?}");

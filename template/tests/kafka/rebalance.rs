@@ -15,8 +15,8 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, Condvar, Mutex};
 
 use {{crate_name}}::event::Event;
-use {{crate_name}}::handler::{Handler, HandlerError};
-use {{crate_name}}::handlers::{Debit, Tables};
+use {{crate_name}}::handler::{Handler, HandlerError, Subscriber};
+use {{crate_name}}::handlers::{AnyHandler, Debit, Tables};
 use {{crate_name}}::inbox::Policy;
 use {{crate_name}}::message::Message;
 
@@ -60,14 +60,18 @@ impl Gate {
 /// Debits, the first record waiting at the gate (inside its transaction).
 struct Gated(Arc<Gate>);
 
-impl Handler for Gated {
+impl Subscriber<Event> for Gated {
     fn consumer(&self) -> &'static str {
         Debit.consumer()
     }
+
     fn subscribes_to(&self, event: &Event) -> bool {
         Debit.subscribes_to(event)
     }
-    fn apply(&self, tables: &mut dyn Tables, message: &Message) -> Result<(), HandlerError> {
+}
+
+impl<'t> Handler<Event, dyn Tables + 't> for Gated {
+    fn apply(&self, tables: &mut (dyn Tables + 't), message: &Message) -> Result<(), HandlerError> {
         self.0.pass();
         Debit.apply(tables, message)
     }
@@ -84,14 +88,14 @@ pub fn rebalance_while_in_hand(kind: SourceKind) -> Vec<String> {
     let first = Running::start(
         &broker,
         kind,
-        vec![Arc::new(Gated(gate.clone())) as Arc<dyn Handler>],
+        vec![Arc::new(Gated(gate.clone())) as Arc<AnyHandler>],
         real_inbox(&fixture, policy),
     );
     assert!(wait_for(|| gate.entered()), "the first member took nothing");
     let second = Running::start(
         &broker,
         kind,
-        vec![Arc::new(Debit) as Arc<dyn Handler>],
+        vec![Arc::new(Debit) as Arc<AnyHandler>],
         real_inbox(&fixture, policy),
     );
     let counts = first.counts.clone().expect("counts");

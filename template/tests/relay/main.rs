@@ -26,7 +26,7 @@ use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
 
 use {{crate_name}}::event::{Event, PaymentCaptured};
-use {{crate_name}}::handler::{Handler, HandlerError};
+use {{crate_name}}::handler::{Handler, HandlerError, Subscriber};
 use {{crate_name}}::handlers::{Notification, Notify, Tables};
 use {{crate_name}}::message::{Message, MessageId};
 use {{crate_name}}::relay::lines::to_line;
@@ -130,14 +130,18 @@ fn receive(lines: &[String]) -> (u64, u64) {
 /// The receiving service's consumer: records what it received.
 struct Receiver;
 
-impl Handler for Receiver {
+impl Subscriber<Event> for Receiver {
     fn consumer(&self) -> &'static str {
         "receiver"
     }
+
     fn subscribes_to(&self, _event: &Event) -> bool {
         true
     }
-    fn apply(&self, tables: &mut dyn Tables, message: &Message) -> Result<(), HandlerError> {
+}
+
+impl<'t> Handler<Event, dyn Tables + 't> for Receiver {
+    fn apply(&self, tables: &mut (dyn Tables + 't), message: &Message) -> Result<(), HandlerError> {
         tables.queue_notification(&Notification {
             event_id: message.id.as_str().to_owned(),
             channel: "received".into(),

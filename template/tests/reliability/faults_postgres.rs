@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use {{crate_name}}::database::{Exec, PgInbox};
 use {{crate_name}}::event::Event;
-use {{crate_name}}::handler::{Handler, HandlerError};
+use {{crate_name}}::handler::{Handler, HandlerError, Subscriber};
 use {{crate_name}}::handlers::{CHANNELS, Debit, Notification, Tables};
 use {{crate_name}}::inbox::{DeadLetters, Delivery, Inbox, Outcome, Policy};
 use {{crate_name}}::message::Message;
@@ -92,14 +92,18 @@ struct KillsItsConnection {
     done: std::sync::atomic::AtomicBool,
 }
 
-impl Handler for KillsItsConnection {
+impl Subscriber<Event> for KillsItsConnection {
     fn consumer(&self) -> &'static str {
         Debit.consumer()
     }
+
     fn subscribes_to(&self, event: &Event) -> bool {
         Debit.subscribes_to(event)
     }
-    fn apply(&self, tables: &mut dyn Tables, message: &Message) -> Result<(), HandlerError> {
+}
+
+impl<'t> Handler<Event, dyn Tables + 't> for KillsItsConnection {
+    fn apply(&self, tables: &mut (dyn Tables + 't), message: &Message) -> Result<(), HandlerError> {
         if message.id.as_str() == self.at
             && !self.done.swap(true, std::sync::atomic::Ordering::SeqCst)
         {

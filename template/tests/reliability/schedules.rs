@@ -17,7 +17,7 @@ use std::sync::Arc;
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestCaseError, TestError, TestRunner};
 
-use {{crate_name}}::handler::Handler;
+use {{crate_name}}::handlers::AnyHandler;
 use {{crate_name}}::inbox::Delivery;
 use {{crate_name}}::message::Message;
 
@@ -72,7 +72,7 @@ fn check(inbox: &dyn InboxUnderTest, schedule: &[Step]) -> Result<(), TestCaseEr
     let (debit, notify) = (DebitSubject::real(), NotifySubject::real());
     let fixture = fixture_for(inbox, &[&debit, &notify]);
     let messages = payments(MESSAGES);
-    let handler = |consumer| -> Arc<dyn Handler> {
+    let handler = |consumer| -> Arc<AnyHandler> {
         match consumer {
             Consumer::Debit => debit.handler(),
             Consumer::Notify => notify.handler(),
@@ -91,10 +91,10 @@ fn check(inbox: &dyn InboxUnderTest, schedule: &[Step]) -> Result<(), TestCaseEr
         match step {
             Step::Restart => worker = inbox.open(&fixture),
             Step::Batch(deliveries) => {
-                let handlers: Vec<Arc<dyn Handler>> = deliveries
+                let handlers: Vec<Arc<AnyHandler>> = deliveries
                     .iter()
                     .map(|&(consumer, _, fails)| match fails {
-                        true => Arc::new(AlwaysFail(handler(consumer))) as Arc<dyn Handler>,
+                        true => Arc::new(AlwaysFail(handler(consumer))) as Arc<AnyHandler>,
                         false => handler(consumer),
                     })
                     .collect();

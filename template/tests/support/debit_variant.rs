@@ -4,7 +4,7 @@
 //! none of them restates debit's name and subscriptions.
 
 use {{crate_name}}::event::Event;
-use {{crate_name}}::handler::{Handler, HandlerError, SetBased};
+use {{crate_name}}::handler::{Handler, HandlerError, SetBased, Subscriber};
 use {{crate_name}}::handlers::{Debit, Tables};
 use {{crate_name}}::message::Message;
 
@@ -12,7 +12,7 @@ use {{crate_name}}::message::Message;
 /// `set_based` (none: every delivery is applied alone).
 pub struct DebitVariant {
     pub apply: fn(&mut dyn Tables, &Message) -> Result<(), HandlerError>,
-    pub set_based: Option<&'static dyn SetBased>,
+    pub set_based: Option<&'static dyn for<'t> SetBased<Event, dyn Tables + 't>>,
 }
 
 impl DebitVariant {
@@ -28,17 +28,21 @@ pub fn debit_one(tables: &mut dyn Tables, message: &Message) -> Result<(), Handl
     Debit.apply(tables, message)
 }
 
-impl Handler for DebitVariant {
+impl Subscriber<Event> for DebitVariant {
     fn consumer(&self) -> &'static str {
         Debit.consumer()
     }
+
     fn subscribes_to(&self, event: &Event) -> bool {
         Debit.subscribes_to(event)
     }
-    fn apply(&self, tables: &mut dyn Tables, message: &Message) -> Result<(), HandlerError> {
+}
+
+impl<'t> Handler<Event, dyn Tables + 't> for DebitVariant {
+    fn apply(&self, tables: &mut (dyn Tables + 't), message: &Message) -> Result<(), HandlerError> {
         (self.apply)(tables, message)
     }
-    fn set_based(&self) -> Option<&dyn SetBased> {
+    fn set_based(&self) -> Option<&dyn SetBased<Event, dyn Tables + 't>> {
         self.set_based
     }
 }

@@ -4,7 +4,8 @@
 //! inboxes in `broken.rs` combine its steps, so that each broken design is
 //! written once and tried on every database.
 
-use {{crate_name}}::handler::{Handler, HandlerError, SetBased};
+use {{crate_name}}::handler::HandlerError;
+use {{crate_name}}::handlers::BorrowedHandler;
 use {{crate_name}}::inbox::{DeadLetter, StorageError};
 use {{crate_name}}::message::Message;
 
@@ -21,12 +22,16 @@ pub trait Raw: Send {
     /// the Unix epoch); `Ok(false)` when the row was already there.
     fn record(&mut self, consumer: &str, id: &str, received_at: i64) -> Result<bool, StorageError>;
     /// Runs the handler on the tables, in whatever transaction is open.
-    fn apply(&mut self, handler: &dyn Handler, message: &Message) -> Result<(), HandlerError>;
-    /// Runs a handler's set-based path on the tables, in whatever
-    /// transaction is open.
+    fn apply(
+        &mut self,
+        handler: &BorrowedHandler<'_>,
+        message: &Message,
+    ) -> Result<(), HandlerError>;
+    /// Runs a handler's set-based path (it must have one) on the tables,
+    /// in whatever transaction is open.
     fn apply_all(
         &mut self,
-        set_based: &dyn SetBased,
+        handler: &BorrowedHandler<'_>,
         messages: &[&Message],
     ) -> Result<(), HandlerError>;
     /// Runs statements that take no parameters and return no rows
@@ -59,7 +64,7 @@ pub trait Raw: Send {
 /// test delivers a repeat *past* the inbox.
 pub fn apply_alone(
     raw: &mut dyn Raw,
-    handler: &dyn Handler,
+    handler: &BorrowedHandler<'_>,
     message: &Message,
 ) -> Result<(), HandlerError> {
     raw.begin()?;

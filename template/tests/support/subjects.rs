@@ -6,9 +6,8 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use {{crate_name}}::event::{Event, PaymentCaptured, PaymentRefunded};
-use {{crate_name}}::handler::Handler;
 use {{crate_name}}::handlers::{
-    CHANNELS, Debit, Debited, Notification, Notify, Refund, Refunded, Tables,
+    AnyHandler, CHANNELS, Debit, Debited, Notification, Notify, Refund, Refunded, Tables,
 };
 use {{crate_name}}::inbox::StorageError;
 use {{crate_name}}::message::{Message, MessageId};
@@ -81,7 +80,7 @@ pub struct LedgerState {
 /// The `debit` consumer. The handler is swappable so that broken handlers
 /// can be judged with the same subject.
 pub struct DebitSubject {
-    pub handler: Arc<dyn Handler>,
+    pub handler: Arc<AnyHandler>,
 }
 
 impl DebitSubject {
@@ -95,7 +94,7 @@ impl DebitSubject {
 impl Subject for DebitSubject {
     type State = LedgerState;
 
-    fn handler(&self) -> Arc<dyn Handler> {
+    fn handler(&self) -> Arc<AnyHandler> {
         self.handler.clone()
     }
 
@@ -164,7 +163,7 @@ impl Subject for DebitSubject {
 /// is swappable so that broken handlers can be judged with the same
 /// subject.
 pub struct NotifySubject {
-    pub handler: Arc<dyn Handler>,
+    pub handler: Arc<AnyHandler>,
 }
 
 impl NotifySubject {
@@ -178,7 +177,7 @@ impl NotifySubject {
 impl Subject for NotifySubject {
     type State = Vec<Notification>;
 
-    fn handler(&self) -> Arc<dyn Handler> {
+    fn handler(&self) -> Arc<AnyHandler> {
         self.handler.clone()
     }
 
@@ -260,7 +259,7 @@ pub struct RefundState {
 /// The `refund` consumer. The handler is swappable so that broken handlers
 /// can be judged with the same subject.
 pub struct RefundSubject {
-    pub handler: Arc<dyn Handler>,
+    pub handler: Arc<AnyHandler>,
 }
 
 impl RefundSubject {
@@ -300,7 +299,7 @@ fn refund_message(id: MessageId, payment_id: String, account: i64, amount: i64) 
 impl Subject for RefundSubject {
     type State = RefundState;
 
-    fn handler(&self) -> Arc<dyn Handler> {
+    fn handler(&self) -> Arc<AnyHandler> {
         self.handler.clone()
     }
 

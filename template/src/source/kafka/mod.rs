@@ -54,9 +54,8 @@ use rdkafka::{ClientContext, Message as _, Offset, TopicPartitionList};
 
 use super::{Acknowledge, Incoming, Source, Stop, Verdict, retry_delay};
 use crate::envelope::parse_line;
-use crate::message::{Message, MessageId};
+use crate::message::{Message, MessageId, TRACEPARENT};
 use crate::progress::note;
-use crate::trace::TRACEPARENT;
 
 /// Records handed to the workers at once, at most.
 const CHUNK: usize = 256;

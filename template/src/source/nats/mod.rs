@@ -52,8 +52,8 @@ use tokio::sync::mpsc;
 
 use super::{Acknowledge, Incoming, Source, Stop, Verdict};
 use crate::envelope::parse_line;
+use crate::message::TRACEPARENT;
 use crate::progress::note;
-use crate::trace::TRACEPARENT;
 
 /// Messages a pull asks for at once. The ack wait starts when the server
 /// sends a message, time spent in this client's buffer included, so pulls

@@ -107,13 +107,9 @@ impl BrokenRuns {
                 outcomes.push(Outcome::Duplicate);
             }
         }
-        let set_based = run[0]
-            .handler
-            .set_based()
-            .expect("a run has a set-based path");
         let messages: Vec<&Message> = new.iter().map(|&at| run[at].message).collect();
         self.raw.run("SAVEPOINT run")?;
-        let Err(error) = self.raw.apply_all(set_based, &messages) else {
+        let Err(error) = self.raw.apply_all(run[0].handler, &messages) else {
             self.raw.run("RELEASE SAVEPOINT run")?;
             return Ok(outcomes);
         };

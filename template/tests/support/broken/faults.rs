@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use {{crate_name}}::handler::Handler;
+use {{crate_name}}::handlers::BorrowedHandler;
 use {{crate_name}}::inbox::{DeadLetter, Delivery, Inbox, Outcome, Policy, StorageError};
 use {{crate_name}}::message::Message;
 
@@ -57,7 +57,7 @@ impl InboxUnderTest for FaultRefused {
 /// or, with `at_once`, refused at once.
 fn deliver_blaming_the_message(
     raw: &mut dyn Raw,
-    handler: &dyn Handler,
+    handler: &BorrowedHandler<'_>,
     message: &Message,
     at_once: bool,
 ) -> Result<Outcome, StorageError> {

@@ -4,8 +4,8 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use {{crate_name}}::event::{Event, PaymentRefunded};
-use {{crate_name}}::handler::{Handler, HandlerError, Refused, SetBased};
-use {{crate_name}}::handlers::{Debit, Debited, Refund, Refunded, Tables};
+use {{crate_name}}::handler::{Handler, HandlerError, Refused, SetBased, Subscriber};
+use {{crate_name}}::handlers::{AnyHandler, Debit, Debited, Refund, Refunded, Tables};
 use {{crate_name}}::message::Message;
 
 use crate::support::debit_variant::{DebitVariant, debit_one};
@@ -13,16 +13,24 @@ use crate::support::debit_variant::{DebitVariant, debit_one};
 /// A handler that does nothing and succeeds. Every duplicate test passes
 /// ("nothing happened twice"); caught by the model, which says what should
 /// have happened once.
-pub struct DoesNothing(pub Arc<dyn Handler>);
+pub struct DoesNothing(pub Arc<AnyHandler>);
 
-impl Handler for DoesNothing {
+impl Subscriber<Event> for DoesNothing {
     fn consumer(&self) -> &'static str {
         self.0.consumer()
     }
+
     fn subscribes_to(&self, event: &Event) -> bool {
         self.0.subscribes_to(event)
     }
-    fn apply(&self, _tables: &mut dyn Tables, _message: &Message) -> Result<(), HandlerError> {
+}
+
+impl<'t> Handler<Event, dyn Tables + 't> for DoesNothing {
+    fn apply(
+        &self,
+        _tables: &mut (dyn Tables + 't),
+        _message: &Message,
+    ) -> Result<(), HandlerError> {
         Ok(())
     }
 }
@@ -32,14 +40,18 @@ impl Handler for DoesNothing {
 /// the model.
 pub struct DebitsTooMuch;
 
-impl Handler for DebitsTooMuch {
+impl Subscriber<Event> for DebitsTooMuch {
     fn consumer(&self) -> &'static str {
         Debit.consumer()
     }
+
     fn subscribes_to(&self, event: &Event) -> bool {
         Debit.subscribes_to(event)
     }
-    fn apply(&self, tables: &mut dyn Tables, message: &Message) -> Result<(), HandlerError> {
+}
+
+impl<'t> Handler<Event, dyn Tables + 't> for DebitsTooMuch {
+    fn apply(&self, tables: &mut (dyn Tables + 't), message: &Message) -> Result<(), HandlerError> {
         let mut payment = message.event.payment_captured().expect("a payment").clone();
         payment.amount += 1;
         let message = Message {
@@ -64,14 +76,18 @@ fn refund_request(message: &Message) -> &PaymentRefunded {
 /// it is right.) Caught by the rules across messages.
 pub struct CapCheckedWithPlainReads;
 
-impl Handler for CapCheckedWithPlainReads {
+impl Subscriber<Event> for CapCheckedWithPlainReads {
     fn consumer(&self) -> &'static str {
         Refund.consumer()
     }
+
     fn subscribes_to(&self, event: &Event) -> bool {
         Refund.subscribes_to(event)
     }
-    fn apply(&self, tables: &mut dyn Tables, message: &Message) -> Result<(), HandlerError> {
+}
+
+impl<'t> Handler<Event, dyn Tables + 't> for CapCheckedWithPlainReads {
+    fn apply(&self, tables: &mut (dyn Tables + 't), message: &Message) -> Result<(), HandlerError> {
         let request = refund_request(message);
         let Some(debit) = tables
             .debits()?
@@ -118,14 +134,18 @@ pub struct CapKeptInMemory {
     left: Mutex<HashMap<String, (i64, i64)>>,
 }
 
-impl Handler for CapKeptInMemory {
+impl Subscriber<Event> for CapKeptInMemory {
     fn consumer(&self) -> &'static str {
         Refund.consumer()
     }
+
     fn subscribes_to(&self, event: &Event) -> bool {
         Refund.subscribes_to(event)
     }
-    fn apply(&self, tables: &mut dyn Tables, message: &Message) -> Result<(), HandlerError> {
+}
+
+impl<'t> Handler<Event, dyn Tables + 't> for CapKeptInMemory {
+    fn apply(&self, tables: &mut (dyn Tables + 't), message: &Message) -> Result<(), HandlerError> {
         let request = refund_request(message);
         let mut left = self.left.lock().expect("memory");
         let (account, left) = match left.entry(request.payment_id.clone()) {
@@ -151,14 +171,18 @@ impl Handler for CapKeptInMemory {
 /// the ordinary facts, and must be refused).
 pub struct NoCap;
 
-impl Handler for NoCap {
+impl Subscriber<Event> for NoCap {
     fn consumer(&self) -> &'static str {
         Refund.consumer()
     }
+
     fn subscribes_to(&self, event: &Event) -> bool {
         Refund.subscribes_to(event)
     }
-    fn apply(&self, tables: &mut dyn Tables, message: &Message) -> Result<(), HandlerError> {
+}
+
+impl<'t> Handler<Event, dyn Tables + 't> for NoCap {
+    fn apply(&self, tables: &mut (dyn Tables + 't), message: &Message) -> Result<(), HandlerError> {
         let request = refund_request(message);
         if tables.refundable(&request.payment_id)?.is_none() {
             return Err(Refused::because("never captured").into());
@@ -172,14 +196,18 @@ impl Handler for NoCap {
 /// Caught by the business key, which repeats each fact under a new id.
 pub struct RefundKeyedByMessageId;
 
-impl Handler for RefundKeyedByMessageId {
+impl Subscriber<Event> for RefundKeyedByMessageId {
     fn consumer(&self) -> &'static str {
         Refund.consumer()
     }
+
     fn subscribes_to(&self, event: &Event) -> bool {
         Refund.subscribes_to(event)
     }
-    fn apply(&self, tables: &mut dyn Tables, message: &Message) -> Result<(), HandlerError> {
+}
+
+impl<'t> Handler<Event, dyn Tables + 't> for RefundKeyedByMessageId {
+    fn apply(&self, tables: &mut (dyn Tables + 't), message: &Message) -> Result<(), HandlerError> {
         let mut request = refund_request(message).clone();
         request.refund_id = format!("rf-{}", message.id);
         let message = Message {
@@ -196,16 +224,20 @@ impl Handler for RefundKeyedByMessageId {
 /// retried until it is dead-lettered, instead of being refused at once.
 /// (The same as an inbox that never looks for [`Refused`].) Caught by the
 /// model, which says which messages are refused.
-pub struct ForgetsRefusals(pub Arc<dyn Handler>);
+pub struct ForgetsRefusals(pub Arc<AnyHandler>);
 
-impl Handler for ForgetsRefusals {
+impl Subscriber<Event> for ForgetsRefusals {
     fn consumer(&self) -> &'static str {
         self.0.consumer()
     }
+
     fn subscribes_to(&self, event: &Event) -> bool {
         self.0.subscribes_to(event)
     }
-    fn apply(&self, tables: &mut dyn Tables, message: &Message) -> Result<(), HandlerError> {
+}
+
+impl<'t> Handler<Event, dyn Tables + 't> for ForgetsRefusals {
+    fn apply(&self, tables: &mut (dyn Tables + 't), message: &Message) -> Result<(), HandlerError> {
         self.0
             .apply(tables, message)
             .map_err(|error| error.to_string().into())
@@ -215,14 +247,18 @@ impl Handler for ForgetsRefusals {
 /// `refund` crediting twice what was refunded. Caught by the model.
 pub struct CreditsTwice;
 
-impl Handler for CreditsTwice {
+impl Subscriber<Event> for CreditsTwice {
     fn consumer(&self) -> &'static str {
         Refund.consumer()
     }
+
     fn subscribes_to(&self, event: &Event) -> bool {
         Refund.subscribes_to(event)
     }
-    fn apply(&self, tables: &mut dyn Tables, message: &Message) -> Result<(), HandlerError> {
+}
+
+impl<'t> Handler<Event, dyn Tables + 't> for CreditsTwice {
+    fn apply(&self, tables: &mut (dyn Tables + 't), message: &Message) -> Result<(), HandlerError> {
         let mut request = refund_request(message).clone();
         request.amount *= 2;
         let message = Message {
@@ -236,16 +272,20 @@ impl Handler for CreditsTwice {
 
 /// A consumer under another consumer's name (`refund` named `debit`): the
 /// two share their inbox rows. Caught by the registry's check of names.
-pub struct NamedDebit(pub Arc<dyn Handler>);
+pub struct NamedDebit(pub Arc<AnyHandler>);
 
-impl Handler for NamedDebit {
+impl Subscriber<Event> for NamedDebit {
     fn consumer(&self) -> &'static str {
         Debit.consumer()
     }
+
     fn subscribes_to(&self, event: &Event) -> bool {
         self.0.subscribes_to(event)
     }
-    fn apply(&self, tables: &mut dyn Tables, message: &Message) -> Result<(), HandlerError> {
+}
+
+impl<'t> Handler<Event, dyn Tables + 't> for NamedDebit {
+    fn apply(&self, tables: &mut (dyn Tables + 't), message: &Message) -> Result<(), HandlerError> {
         self.0.apply(tables, message)
     }
 }
@@ -263,10 +303,10 @@ pub const SKIPS_WHAT_IT_CANNOT_APPLY: DebitVariant = DebitVariant {
 /// The set-based path of [`SKIPS_WHAT_IT_CANNOT_APPLY`].
 struct TrustsTheJoin;
 
-impl SetBased for TrustsTheJoin {
+impl<'t> SetBased<Event, dyn Tables + 't> for TrustsTheJoin {
     fn apply_all(
         &self,
-        tables: &mut dyn Tables,
+        tables: &mut (dyn Tables + 't),
         messages: &[&Message],
     ) -> Result<(), HandlerError> {
         let debits: Vec<Debited> = messages

@@ -1,7 +1,7 @@
 //! Mistakes with dead letters and redrive. Each is the real inbox with one
 //! step changed, so that the poison scenario sees exactly that step.
 
-use {{crate_name}}::handler::Handler;
+use {{crate_name}}::handlers::BorrowedHandler;
 use {{crate_name}}::inbox::{
     DeadLetter, DeadLetters, Delivery, Inbox, Outcome, Policy, StorageError,
 };
@@ -55,7 +55,7 @@ impl DeadLetters for ForgetsInboxRow {
     }
     fn redrive(
         &mut self,
-        handler: &dyn Handler,
+        handler: &BorrowedHandler<'_>,
         message: &Message,
     ) -> Result<Outcome, StorageError> {
         self.inner.redrive(handler, message)
@@ -100,7 +100,7 @@ impl DeadLetters for DropsOnRedrive {
     }
     fn redrive(
         &mut self,
-        handler: &dyn Handler,
+        handler: &BorrowedHandler<'_>,
         message: &Message,
     ) -> Result<Outcome, StorageError> {
         let outcome = self.inner.redrive(handler, message)?;
@@ -213,7 +213,7 @@ impl DeadLetters for WithRealLetters {
     }
     fn redrive(
         &mut self,
-        handler: &dyn Handler,
+        handler: &BorrowedHandler<'_>,
         message: &Message,
     ) -> Result<Outcome, StorageError> {
         self.letters.redrive(handler, message)

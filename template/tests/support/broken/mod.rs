@@ -39,7 +39,7 @@ pub use meters::*;
 pub use pipeline::*;
 pub use purges::*;
 
-use {{crate_name}}::handler::Handler;
+use {{crate_name}}::handlers::BorrowedHandler;
 use {{crate_name}}::inbox::{Delivery, Inbox, Outcome, StorageError};
 use {{crate_name}}::message::Message;
 
@@ -72,7 +72,7 @@ pub struct OneAtATime<F> {
 
 impl<F> Inbox for OneAtATime<F>
 where
-    F: FnMut(&mut dyn Raw, &dyn Handler, &Message) -> Result<Outcome, StorageError> + Send,
+    F: FnMut(&mut dyn Raw, &BorrowedHandler<'_>, &Message) -> Result<Outcome, StorageError> + Send,
 {
     fn deliver_batch(&mut self, batch: &[Delivery<'_>]) -> Result<Vec<Outcome>, StorageError> {
         Ok(batch
@@ -89,7 +89,7 @@ where
 
 pub fn one_at_a_time<F>(fixture: &Fixture, deliver: F) -> Box<dyn Inbox>
 where
-    F: FnMut(&mut dyn Raw, &dyn Handler, &Message) -> Result<Outcome, StorageError>
+    F: FnMut(&mut dyn Raw, &BorrowedHandler<'_>, &Message) -> Result<Outcome, StorageError>
         + Send
         + 'static,
 {
@@ -103,7 +103,7 @@ where
 /// reports the failure.
 pub(super) fn apply_and_commit(
     raw: &mut dyn Raw,
-    handler: &dyn Handler,
+    handler: &BorrowedHandler<'_>,
     message: &Message,
 ) -> Result<Outcome, StorageError> {
     match raw.apply(handler, message) {
@@ -122,7 +122,7 @@ pub(super) fn apply_and_commit(
 /// by hand, for broken variants that change only its inputs.
 pub fn insert_first(
     raw: &mut dyn Raw,
-    handler: &dyn Handler,
+    handler: &BorrowedHandler<'_>,
     message: &Message,
 ) -> Result<Outcome, StorageError> {
     raw.begin()?;

@@ -4,20 +4,20 @@ use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 
 use {{crate_name}}::event::Event;
-use {{crate_name}}::handler::{Handler, HandlerError, SetBased};
-use {{crate_name}}::handlers::Tables;
+use {{crate_name}}::handler::{Handler, HandlerError, SetBased, Subscriber};
+use {{crate_name}}::handlers::{AnyHandler, BorrowedHandler, Tables};
 use {{crate_name}}::message::Message;
 
 /// Wraps a handler so that the first attempt at each chosen message fails
 /// *after* the real handler has done its writes: the harshest moment, since
 /// a correct inbox must now roll back both the writes and its own record.
 pub struct FailFirstAttempt {
-    inner: Arc<dyn Handler>,
+    inner: Arc<AnyHandler>,
     not_yet_failed: Mutex<HashSet<String>>,
 }
 
 impl FailFirstAttempt {
-    pub fn new(inner: Arc<dyn Handler>, ids: HashSet<String>) -> Self {
+    pub fn new(inner: Arc<AnyHandler>, ids: HashSet<String>) -> Self {
         Self {
             inner,
             not_yet_failed: Mutex::new(ids),
@@ -25,14 +25,18 @@ impl FailFirstAttempt {
     }
 }
 
-impl Handler for FailFirstAttempt {
+impl Subscriber<Event> for FailFirstAttempt {
     fn consumer(&self) -> &'static str {
         self.inner.consumer()
     }
+
     fn subscribes_to(&self, event: &Event) -> bool {
         self.inner.subscribes_to(event)
     }
-    fn apply(&self, tables: &mut dyn Tables, message: &Message) -> Result<(), HandlerError> {
+}
+
+impl<'t> Handler<Event, dyn Tables + 't> for FailFirstAttempt {
+    fn apply(&self, tables: &mut (dyn Tables + 't), message: &Message) -> Result<(), HandlerError> {
         self.inner.apply(tables, message)?;
         if self
             .not_yet_failed
@@ -48,17 +52,19 @@ impl Handler for FailFirstAttempt {
         }
         Ok(())
     }
-    fn set_based(&self) -> Option<&dyn SetBased> {
-        self.inner.set_based().map(|_| self as &dyn SetBased)
+    fn set_based(&self) -> Option<&dyn SetBased<Event, dyn Tables + 't>> {
+        self.inner
+            .set_based()
+            .map(|_| self as &dyn SetBased<Event, dyn Tables + 't>)
     }
 }
 
 /// A run that holds a chosen message not failed yet fails after its
 /// writes; the first attempt that counts is the one made alone.
-impl SetBased for FailFirstAttempt {
+impl<'t> SetBased<Event, dyn Tables + 't> for FailFirstAttempt {
     fn apply_all(
         &self,
-        tables: &mut dyn Tables,
+        tables: &mut (dyn Tables + 't),
         messages: &[&Message],
     ) -> Result<(), HandlerError> {
         apply_all_of(self.inner.as_ref(), tables, messages)?;
@@ -74,7 +80,7 @@ impl SetBased for FailFirstAttempt {
 
 /// The set-based path of `handler`, which has one.
 fn apply_all_of(
-    handler: &dyn Handler,
+    handler: &BorrowedHandler<'_>,
     tables: &mut dyn Tables,
     messages: &[&Message],
 ) -> Result<(), HandlerError> {
@@ -84,16 +90,20 @@ fn apply_all_of(
 
 /// Wraps a handler so that every attempt fails after the real handler has
 /// done its writes (generated schedules decide which deliveries use it).
-pub struct AlwaysFail(pub Arc<dyn Handler>);
+pub struct AlwaysFail(pub Arc<AnyHandler>);
 
-impl Handler for AlwaysFail {
+impl Subscriber<Event> for AlwaysFail {
     fn consumer(&self) -> &'static str {
         self.0.consumer()
     }
+
     fn subscribes_to(&self, event: &Event) -> bool {
         self.0.subscribes_to(event)
     }
-    fn apply(&self, tables: &mut dyn Tables, message: &Message) -> Result<(), HandlerError> {
+}
+
+impl<'t> Handler<Event, dyn Tables + 't> for AlwaysFail {
+    fn apply(&self, tables: &mut (dyn Tables + 't), message: &Message) -> Result<(), HandlerError> {
         self.0.apply(tables, message)?;
         Err(format!(
             "injected failure after the business update of {}",
@@ -101,15 +111,17 @@ impl Handler for AlwaysFail {
         )
         .into())
     }
-    fn set_based(&self) -> Option<&dyn SetBased> {
-        self.0.set_based().map(|_| self as &dyn SetBased)
+    fn set_based(&self) -> Option<&dyn SetBased<Event, dyn Tables + 't>> {
+        self.0
+            .set_based()
+            .map(|_| self as &dyn SetBased<Event, dyn Tables + 't>)
     }
 }
 
-impl SetBased for AlwaysFail {
+impl<'t> SetBased<Event, dyn Tables + 't> for AlwaysFail {
     fn apply_all(
         &self,
-        tables: &mut dyn Tables,
+        tables: &mut (dyn Tables + 't),
         messages: &[&Message],
     ) -> Result<(), HandlerError> {
         apply_all_of(self.0.as_ref(), tables, messages)?;
@@ -121,13 +133,13 @@ impl SetBased for AlwaysFail {
 /// after the real handler has done its writes (a poison message), or,
 /// made with [`FailFor::before`], before it runs at all.
 pub struct FailFor {
-    inner: Arc<dyn Handler>,
+    inner: Arc<AnyHandler>,
     ids: HashSet<String>,
     before: bool,
 }
 
 impl FailFor {
-    pub fn new(inner: Arc<dyn Handler>, ids: HashSet<String>) -> Self {
+    pub fn new(inner: Arc<AnyHandler>, ids: HashSet<String>) -> Self {
         Self {
             inner,
             ids,
@@ -137,7 +149,7 @@ impl FailFor {
 
     /// Fails the chosen messages before the real handler runs: a failure
     /// that comes before any rule of its (a service it calls timed out).
-    pub fn before(inner: Arc<dyn Handler>, ids: HashSet<String>) -> Self {
+    pub fn before(inner: Arc<AnyHandler>, ids: HashSet<String>) -> Self {
         Self {
             before: true,
             ..Self::new(inner, ids)
@@ -145,14 +157,18 @@ impl FailFor {
     }
 }
 
-impl Handler for FailFor {
+impl Subscriber<Event> for FailFor {
     fn consumer(&self) -> &'static str {
         self.inner.consumer()
     }
+
     fn subscribes_to(&self, event: &Event) -> bool {
         self.inner.subscribes_to(event)
     }
-    fn apply(&self, tables: &mut dyn Tables, message: &Message) -> Result<(), HandlerError> {
+}
+
+impl<'t> Handler<Event, dyn Tables + 't> for FailFor {
+    fn apply(&self, tables: &mut (dyn Tables + 't), message: &Message) -> Result<(), HandlerError> {
         let chosen = self.ids.contains(message.id.as_str());
         if !(chosen && self.before) {
             self.inner.apply(tables, message)?;
@@ -162,16 +178,18 @@ impl Handler for FailFor {
         }
         Ok(())
     }
-    fn set_based(&self) -> Option<&dyn SetBased> {
-        self.inner.set_based().map(|_| self as &dyn SetBased)
+    fn set_based(&self) -> Option<&dyn SetBased<Event, dyn Tables + 't>> {
+        self.inner
+            .set_based()
+            .map(|_| self as &dyn SetBased<Event, dyn Tables + 't>)
     }
 }
 
 /// A run that holds a chosen message fails, after its writes or before.
-impl SetBased for FailFor {
+impl<'t> SetBased<Event, dyn Tables + 't> for FailFor {
     fn apply_all(
         &self,
-        tables: &mut dyn Tables,
+        tables: &mut (dyn Tables + 't),
         messages: &[&Message],
     ) -> Result<(), HandlerError> {
         let chosen = messages

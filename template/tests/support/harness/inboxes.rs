@@ -3,8 +3,8 @@
 //! scenario.
 
 use {{crate_name}}::event::Event;
-use {{crate_name}}::handler::{Handler, HandlerError, SetBased};
-use {{crate_name}}::handlers::Tables;
+use {{crate_name}}::handler::{Handler, HandlerError, SetBased, Subscriber};
+use {{crate_name}}::handlers::{BorrowedHandler, Tables};
 use {{crate_name}}::inbox::{
     DeadLetter, DeadLetters, Delivery, Inbox, Outcome, Policy, StorageError,
 };
@@ -149,7 +149,7 @@ impl<I: InboxWithLetters + ?Sized> DeadLetters for OnPath<I> {
 
     fn redrive(
         &mut self,
-        handler: &dyn Handler,
+        handler: &BorrowedHandler<'_>,
         message: &Message,
     ) -> Result<Outcome, StorageError> {
         match self.path {
@@ -161,9 +161,9 @@ impl<I: InboxWithLetters + ?Sized> DeadLetters for OnPath<I> {
 
 /// A handler whose set-based path (if it has one) writes everything and
 /// then fails.
-struct FailsSetBased<'a>(&'a dyn Handler);
+struct FailsSetBased<'a>(&'a BorrowedHandler<'a>);
 
-impl Handler for FailsSetBased<'_> {
+impl Subscriber<Event> for FailsSetBased<'_> {
     fn consumer(&self) -> &'static str {
         self.0.consumer()
     }
@@ -171,20 +171,24 @@ impl Handler for FailsSetBased<'_> {
     fn subscribes_to(&self, event: &Event) -> bool {
         self.0.subscribes_to(event)
     }
+}
 
-    fn apply(&self, tables: &mut dyn Tables, message: &Message) -> Result<(), HandlerError> {
+impl<'t> Handler<Event, dyn Tables + 't> for FailsSetBased<'_> {
+    fn apply(&self, tables: &mut (dyn Tables + 't), message: &Message) -> Result<(), HandlerError> {
         self.0.apply(tables, message)
     }
 
-    fn set_based(&self) -> Option<&dyn SetBased> {
-        self.0.set_based().map(|_| self as &dyn SetBased)
+    fn set_based(&self) -> Option<&dyn SetBased<Event, dyn Tables + 't>> {
+        self.0
+            .set_based()
+            .map(|_| self as &dyn SetBased<Event, dyn Tables + 't>)
     }
 }
 
-impl SetBased for FailsSetBased<'_> {
+impl<'t> SetBased<Event, dyn Tables + 't> for FailsSetBased<'_> {
     fn apply_all(
         &self,
-        tables: &mut dyn Tables,
+        tables: &mut (dyn Tables + 't),
         messages: &[&Message],
     ) -> Result<(), HandlerError> {
         let real = self.0.set_based().expect("only asked when it has one");

@@ -38,8 +38,7 @@ use std::collections::BTreeMap;
 use std::fmt::Debug;
 use std::sync::Arc;
 
-use {{crate_name}}::handler::Handler;
-use {{crate_name}}::handlers::Tables;
+use {{crate_name}}::handlers::{AnyHandler, Tables};
 use {{crate_name}}::inbox::{Delivery, Inbox, Outcome, Policy, StorageError};
 use {{crate_name}}::message::{Message, MessageId};
 use {{crate_name}}::store::Store;
@@ -56,7 +55,7 @@ pub trait Subject: Sync {
     /// The part of the database the handler owns, read back for comparison.
     type State: PartialEq + Debug + Send;
 
-    fn handler(&self) -> Arc<dyn Handler>;
+    fn handler(&self) -> Arc<AnyHandler>;
     /// Business state every scenario starts from (e.g. an account with 1,000).
     fn seed(&self, tables: &mut dyn Tables) -> Result<(), StorageError>;
     /// A new business fact (a new payment, a refund with a refund id of its
@@ -131,12 +130,12 @@ pub fn facts<S: Subject + ?Sized>(subject: &S, prefix: &str, count: usize) -> Ve
 /// The part of a [`Subject`] that set-up needs, without its state type, so
 /// that subjects of different types can share one fixture.
 pub trait Seed {
-    fn seed_handler(&self) -> Arc<dyn Handler>;
+    fn seed_handler(&self) -> Arc<AnyHandler>;
     fn seed_tables(&self, tables: &mut dyn Tables) -> Result<(), StorageError>;
 }
 
 impl<S: Subject> Seed for S {
-    fn seed_handler(&self) -> Arc<dyn Handler> {
+    fn seed_handler(&self) -> Arc<AnyHandler> {
         self.handler()
     }
     fn seed_tables(&self, tables: &mut dyn Tables) -> Result<(), StorageError> {

@@ -23,8 +23,7 @@ use postgres::Client;
 use {{crate_name}}::database::{
     Database, PgInbox, PgTables, Pipelined, Settings, TableStatements,
 };
-use {{crate_name}}::handler::Handler;
-use {{crate_name}}::handlers::Tables;
+use {{crate_name}}::handlers::{BorrowedHandler, Tables};
 use {{crate_name}}::inbox::{
     DeadLetter, DeadLetters, Delivery, Inbox, Outcome, Policy, StorageError,
 };
@@ -525,7 +524,7 @@ impl DeadLetters for Borrowed {
 
     fn redrive(
         &mut self,
-        handler: &dyn Handler,
+        handler: &BorrowedHandler<'_>,
         message: &Message,
     ) -> Result<Outcome, StorageError> {
         self.inbox.as_mut().expect("lent").redrive(handler, message)

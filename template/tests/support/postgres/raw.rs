@@ -3,7 +3,8 @@
 use postgres::Client;
 
 use {{crate_name}}::database::{PgTables, TableStatements};
-use {{crate_name}}::handler::{Handler, HandlerError, SetBased};
+use {{crate_name}}::handler::HandlerError;
+use {{crate_name}}::handlers::BorrowedHandler;
 use {{crate_name}}::inbox::{DeadLetter, StorageError};
 use {{crate_name}}::message::Message;
 
@@ -59,7 +60,11 @@ impl Raw for PgRaw {
         Ok(inserted.is_some())
     }
 
-    fn apply(&mut self, handler: &dyn Handler, message: &Message) -> Result<(), HandlerError> {
+    fn apply(
+        &mut self,
+        handler: &BorrowedHandler<'_>,
+        message: &Message,
+    ) -> Result<(), HandlerError> {
         handler.apply(
             &mut PgTables::new(&mut self.client, &self.statements),
             message,
@@ -68,9 +73,10 @@ impl Raw for PgRaw {
 
     fn apply_all(
         &mut self,
-        set_based: &dyn SetBased,
+        handler: &BorrowedHandler<'_>,
         messages: &[&Message],
     ) -> Result<(), HandlerError> {
+        let set_based = handler.set_based().expect("a run has a set-based path");
         set_based.apply_all(
             &mut PgTables::new(&mut self.client, &self.statements),
             messages,

@@ -4,7 +4,7 @@
 
 use postgres::error::SqlState;
 
-use {{crate_name}}::handler::Handler;
+use {{crate_name}}::handlers::BorrowedHandler;
 use {{crate_name}}::inbox::{Delivery, Inbox, Outcome, StorageError};
 use {{crate_name}}::message::Message;
 
@@ -201,7 +201,7 @@ struct ForUpdate(PgRaw);
 impl ForUpdate {
     fn deliver(
         &mut self,
-        handler: &dyn Handler,
+        handler: &BorrowedHandler<'_>,
         message: &Message,
     ) -> Result<Outcome, StorageError> {
         let (consumer, id) = (handler.consumer(), message.id.as_str());
@@ -289,7 +289,7 @@ struct TwoConnections {
 impl TwoConnections {
     fn deliver(
         &mut self,
-        handler: &dyn Handler,
+        handler: &BorrowedHandler<'_>,
         message: &Message,
     ) -> Result<Outcome, StorageError> {
         let (consumer, id) = (handler.consumer(), message.id.as_str());

@@ -3,7 +3,8 @@
 use rusqlite::{Connection, ErrorCode, OptionalExtension, params};
 
 use {{crate_name}}::database::SqliteTables;
-use {{crate_name}}::handler::{Handler, HandlerError, SetBased};
+use {{crate_name}}::handler::HandlerError;
+use {{crate_name}}::handlers::BorrowedHandler;
 use {{crate_name}}::inbox::{DeadLetter, StorageError};
 use {{crate_name}}::message::Message;
 
@@ -60,15 +61,20 @@ impl Raw for SqliteRaw {
         }
     }
 
-    fn apply(&mut self, handler: &dyn Handler, message: &Message) -> Result<(), HandlerError> {
+    fn apply(
+        &mut self,
+        handler: &BorrowedHandler<'_>,
+        message: &Message,
+    ) -> Result<(), HandlerError> {
         handler.apply(&mut SqliteTables::new(&self.db), message)
     }
 
     fn apply_all(
         &mut self,
-        set_based: &dyn SetBased,
+        handler: &BorrowedHandler<'_>,
         messages: &[&Message],
     ) -> Result<(), HandlerError> {
+        let set_based = handler.set_based().expect("a run has a set-based path");
         set_based.apply_all(&mut SqliteTables::new(&self.db), messages)
     }
 

@@ -1,7 +1,7 @@
 //! Broken designs that only SQLite has, and broken keys written in SQLite's
 //! SQL: each with the scenario that must catch it (see `teeth`).
 
-use {{crate_name}}::handler::Handler;
+use {{crate_name}}::handlers::BorrowedHandler;
 use {{crate_name}}::inbox::{Delivery, Inbox, Outcome, StorageError};
 use {{crate_name}}::message::Message;
 
@@ -133,7 +133,7 @@ struct Deferred(SqliteRaw);
 impl Deferred {
     fn deliver(
         &mut self,
-        handler: &dyn Handler,
+        handler: &BorrowedHandler<'_>,
         message: &Message,
     ) -> Result<Outcome, StorageError> {
         let (consumer, id) = (handler.consumer(), message.id.as_str());

@@ -1,6 +1,72 @@
-//! What every handler shares, whatever its events: the error it returns,
-//! its final "no" to a message, and the rules for a consumer's name (the
-//! first half of the inbox key), with which consumers may run together.
+//! The contract between the inbox and business code, and what every
+//! handler shares whatever its events: the error it returns, its final
+//! "no" to a message, and the rules for a consumer's name (the first half
+//! of the inbox key), with which consumers may run together.
+//!
+//! A consumer is two impls: [`Subscriber`] (its name and the events it
+//! wants) and [`Handler`] (what it does). The handler is generic over the
+//! tables it is handed (`T`): it names the trait of its own tables as a
+//! bound (`impl<T: Ledger + ?Sized> Handler<Event, T> for Debit`), so it
+//! can reach those and nothing else,
+//! and it never names the project's union of every consumer's tables. The
+//! project registers it as `dyn for<'t> Handler<Event, dyn Tables + 't>`,
+//! and that union depends on the handlers, never the other way round.
+
+use crate::message::Message;
+
+/// Who a consumer is and which events it wants: the half of a
+/// [`Handler`] that does not depend on its tables, so that it can be asked
+/// without naming them (`Debit.consumer()`).
+pub trait Subscriber<E>: Send + Sync {
+    /// The consumer's name. Two consumers that receive the same message
+    /// both apply it, because the inbox key is (consumer, message id).
+    /// Must match [`is_valid_consumer_name`] and never change once
+    /// messages were processed: renaming a consumer makes every old
+    /// message look new.
+    fn consumer(&self) -> &'static str;
+
+    /// Whether this consumer wants the event at all.
+    fn subscribes_to(&self, event: &E) -> bool;
+}
+
+/// One consumer of events `E`, applying them to tables `T`.
+pub trait Handler<E, T: ?Sized>: Subscriber<E> {
+    /// Applies the message's business effect.
+    ///
+    /// `tables` works inside the delivery's transaction: everything done
+    /// through it commits or rolls back with the inbox row. Do not call
+    /// anything that cannot be rolled back (mail, HTTP): write an outbox
+    /// row instead. Refuse a message that can never apply with
+    /// [`Refused`]; pass a [`crate::storage::StorageError`] from `tables`
+    /// on as it is (`?`), so that a database fault is told apart.
+    fn apply(&self, tables: &mut T, message: &Message<E>) -> Result<(), HandlerError>;
+
+    /// This handler's set-based path, if it has one (see [`SetBased`]).
+    /// Without one (the default) the inbox applies its deliveries one at a
+    /// time, which is always right.
+    fn set_based(&self) -> Option<&dyn SetBased<E, T>> {
+        None
+    }
+}
+
+/// A handler that can apply many messages in a few statements.
+///
+/// On a database server every statement is a round trip, so a batch of 256
+/// deliveries applied one at a time waits for hundreds of answers in turn;
+/// applied together it waits for one or two. The inbox hands
+/// [`SetBased::apply_all`] the deliveries of a batch that are new, in their
+/// order, under a savepoint of their own. If it returns an error, for
+/// whatever reason, the inbox rolls all of it back and applies those
+/// deliveries one at a time through [`Handler::apply`], so the one that
+/// fails fails alone and its siblings apply once. So `apply_all` need not
+/// find out which message was at fault; it must only never report success
+/// for a message it did not apply (a payment skipped because its account
+/// is missing is an error, not a smaller batch).
+pub trait SetBased<E, T: ?Sized>: Send + Sync {
+    /// Applies every message's business effect, as [`Handler::apply`]
+    /// would one after another in this order, or returns an error.
+    fn apply_all(&self, tables: &mut T, messages: &[&Message<E>]) -> Result<(), HandlerError>;
+}
 
 /// Any error a handler wants to report. Returning one rolls the whole
 /// delivery back, inbox record included, so a redelivery tries again
@@ -103,6 +169,115 @@ pub struct UnknownConsumer {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A project's shape in miniature: two consumers, each bound by the
+    /// trait of its own tables, registered over the union of both and run
+    /// on tables that borrow (as a transaction does).
+    mod project {
+        use super::super::*;
+        use crate::message::{Message, MessageId};
+
+        pub trait Counts {
+            fn add(&mut self, n: i64);
+        }
+        pub trait Log {
+            fn log(&mut self, line: String);
+        }
+        pub trait Tables: Counts + Log {}
+        impl<T: Counts + Log + ?Sized> Tables for T {}
+        pub type AnyHandler = dyn for<'t> Handler<i64, dyn Tables + 't>;
+
+        pub struct Adds;
+        impl Subscriber<i64> for Adds {
+            fn consumer(&self) -> &'static str {
+                "adds"
+            }
+            fn subscribes_to(&self, event: &i64) -> bool {
+                *event > 0
+            }
+        }
+        impl<T: Counts + ?Sized> Handler<i64, T> for Adds {
+            fn apply(&self, tables: &mut T, message: &Message<i64>) -> Result<(), HandlerError> {
+                tables.add(message.event);
+                Ok(())
+            }
+            fn set_based(&self) -> Option<&dyn SetBased<i64, T>> {
+                Some(self)
+            }
+        }
+        impl<T: Counts + ?Sized> SetBased<i64, T> for Adds {
+            fn apply_all(
+                &self,
+                tables: &mut T,
+                messages: &[&Message<i64>],
+            ) -> Result<(), HandlerError> {
+                tables.add(messages.iter().map(|message| message.event).sum());
+                Ok(())
+            }
+        }
+
+        pub struct Logs;
+        impl Subscriber<i64> for Logs {
+            fn consumer(&self) -> &'static str {
+                "logs"
+            }
+            fn subscribes_to(&self, _: &i64) -> bool {
+                true
+            }
+        }
+        impl<T: Log + ?Sized> Handler<i64, T> for Logs {
+            fn apply(&self, tables: &mut T, message: &Message<i64>) -> Result<(), HandlerError> {
+                tables.log(format!("{} {}", message.id, message.event));
+                Ok(())
+            }
+        }
+
+        /// Tables of one "transaction", borrowing what it writes to.
+        pub struct Tx<'a>(pub &'a mut i64, pub &'a mut Vec<String>);
+        impl Counts for Tx<'_> {
+            fn add(&mut self, n: i64) {
+                *self.0 += n;
+            }
+        }
+        impl Log for Tx<'_> {
+            fn log(&mut self, line: String) {
+                self.1.push(line);
+            }
+        }
+
+        pub fn message(id: &str, event: i64) -> Message<i64> {
+            Message {
+                id: MessageId::new(id).unwrap(),
+                event,
+                trace_parent: None,
+            }
+        }
+    }
+
+    #[test]
+    fn handlers_bound_by_their_own_tables_run_over_the_union() {
+        use project::*;
+        let handlers: Vec<Box<AnyHandler>> = vec![Box::new(Adds), Box::new(Logs)];
+        let (mut total, mut lines) = (0, Vec::new());
+        let (one, two) = (message("m-1", 2), message("m-2", 3));
+        for handler in &handlers {
+            let mut tx = Tx(&mut total, &mut lines);
+            let tables: &mut dyn Tables = &mut tx;
+            match handler.set_based() {
+                Some(set_based) => set_based.apply_all(tables, &[&one, &two]).unwrap(),
+                None => {
+                    handler.apply(tables, &one).unwrap();
+                    handler.apply(tables, &two).unwrap();
+                }
+            }
+        }
+        assert_eq!(total, 5);
+        assert_eq!(lines, ["m-1 2", "m-2 3"]);
+        let names: Vec<&str> = handlers.iter().map(|handler| handler.consumer()).collect();
+        assert_eq!(names, ["adds", "logs"]);
+        assert!(handlers[0].subscribes_to(&1) && !handlers[0].subscribes_to(&0));
+        assert!(Logs.subscribes_to(&0), "asked without naming any tables");
+    }
 
     #[test]
     fn consumer_names_are_boring() {

@@ -1,5 +1,6 @@
 //! The runtime of an inbox-kit consumer: the parts that know nothing of
-//! the consumer's own events, handlers or tables.
+//! the consumer's own events, handlers or tables (generic over them where
+//! they must meet them).
 //!
 //! A generated project depends on this crate and never the other way
 //! round, so a fix made here reaches every project by a version bump
@@ -14,8 +15,9 @@
 //!   when a failing message is given up on;
 //! * [`steps`]: which deliveries of a batch go through a handler's
 //!   set-based path together, and which alone;
-//! * [`handler`]: what every handler shares: its error, its refusal, the
-//!   rules for a consumer's name, and picking consumers by name;
+//! * [`handler`]: the `Handler` trait, generic over the project's events
+//!   and tables, and what every handler shares: its error, its refusal,
+//!   the rules for a consumer's name, and picking consumers by name;
 //! * [`storage`]: a database error sorted into a fault, so that the inbox
 //!   can tell a database in trouble (nothing is held against the message)
 //!   from a write it refused (the delivery failed);

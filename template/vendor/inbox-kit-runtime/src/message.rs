@@ -69,6 +69,10 @@ pub struct Message<E> {
     pub trace_parent: Option<String>,
 }
 
+/// The header (and the JSON field) that carries a message's W3C trace
+/// context ([`Message::trace_parent`]) between processes.
+pub const TRACEPARENT: &str = "traceparent";
+
 #[cfg(test)]
 mod tests {
     use super::*;

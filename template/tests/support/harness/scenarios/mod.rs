@@ -38,7 +38,7 @@ pub use statements::*;
 pub use storage::*;
 pub use twice::*;
 
-use {{crate_name}}::handler::Handler;
+use {{crate_name}}::handlers::BorrowedHandler;
 use {{crate_name}}::inbox::{Delivery, Inbox};
 use {{crate_name}}::message::Message;
 use {{crate_name}}::pipeline::Summary;
@@ -54,7 +54,11 @@ use crate::support::database::Fixture;
 /// inbox under test splits it into transactions), and counts outcomes. A
 /// storage error counts every delivery of the batch as failed: nothing of
 /// it may be acknowledged.
-pub fn deliver_all(inbox: &mut dyn Inbox, handler: &dyn Handler, messages: &[Message]) -> Summary {
+pub fn deliver_all(
+    inbox: &mut dyn Inbox,
+    handler: &BorrowedHandler<'_>,
+    messages: &[Message],
+) -> Summary {
     let _waiting = hangs::waiting(delivering(messages.iter(), handler.consumer()));
     let deliveries: Vec<_> = messages
         .iter()
@@ -111,7 +115,7 @@ pub struct Fault<'a> {
     pub scenario: String,
     pub step: &'static str,
     pub rounds: u32,
-    pub handler: &'a dyn Handler,
+    pub handler: &'a BorrowedHandler<'a>,
     pub messages: Vec<Message>,
 }
 
@@ -147,7 +151,10 @@ pub fn play_through_fault<S: Subject>(
 /// one batch, and counts the outcomes of the first handler's deliveries
 /// and of the second's. A storage error counts every delivery of the batch
 /// as failed.
-pub fn deliver_mixed(inbox: &mut dyn Inbox, pairs: &[(&dyn Handler, &Message)]) -> [Summary; 2] {
+pub fn deliver_mixed(
+    inbox: &mut dyn Inbox,
+    pairs: &[(&BorrowedHandler<'_>, &Message)],
+) -> [Summary; 2] {
     let first = pairs.first().map(|(handler, _)| handler.consumer());
     let _waiting = hangs::waiting(delivering(
         pairs.iter().map(|(_, message)| *message),

@@ -21,7 +21,7 @@ use std::sync::{Arc, Mutex};
 
 use crossbeam_channel::Sender;
 
-use {{crate_name}}::handler::Handler;
+use {{crate_name}}::handlers::AnyHandler;
 use {{crate_name}}::inbox::{Delivery, Inbox, Outcome, Policy, StorageError};
 use {{crate_name}}::message::Message;
 use {{crate_name}}::pipeline::{self, ByPartitionKey, Options, Route, Summary};
@@ -176,7 +176,7 @@ struct Run {
 
 fn run_pipeline(
     fixture: &Fixture,
-    handler: Arc<dyn Handler>,
+    handler: Arc<AnyHandler>,
     messages: Vec<Message>,
     source: &dyn SourceUnderTest,
     route: Arc<dyn Route>,
@@ -255,7 +255,7 @@ pub fn through_the_pipeline<S: Subject>(
         .take(2)
         .map(|message| message.id.to_string())
         .collect();
-    let handler: Arc<dyn Handler> = Arc::new(FailFirstAttempt::new(subject.handler(), failing));
+    let handler: Arc<AnyHandler> = Arc::new(FailFirstAttempt::new(subject.handler(), failing));
     let first = run_pipeline(
         &fixture,
         handler.clone(),

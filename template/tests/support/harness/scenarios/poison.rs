@@ -85,7 +85,7 @@ pub fn play_dead_letters<S: Subject>(
 
 fn redrive(
     inbox: &mut dyn DeadLetters,
-    handler: &dyn {{crate_name}}::handler::Handler,
+    handler: &{{crate_name}}::handlers::BorrowedHandler<'_>,
     message: &Message,
 ) -> Outcome {
     let _waiting = hangs::waiting(format!(

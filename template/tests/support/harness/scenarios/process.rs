@@ -6,8 +6,8 @@
 use std::process::Command;
 
 use {{crate_name}}::envelope::{parse_line, to_line};
-use {{crate_name}}::handler::Handler;
 use {{crate_name}}::handlers;
+use {{crate_name}}::handlers::AnyHandler;
 use {{crate_name}}::message::Message;
 use {{crate_name}}::pipeline::Summary;
 
@@ -36,7 +36,7 @@ pub fn second_process(assignment: &serde_json::Value) -> Command {
 pub struct Assignment {
     pub value: serde_json::Value,
     pub inbox: Box<dyn InboxUnderTest>,
-    pub handler: std::sync::Arc<dyn Handler>,
+    pub handler: std::sync::Arc<AnyHandler>,
     pub fixture: Fixture,
 }
 

@@ -34,8 +34,8 @@ use std::sync::{Barrier, Condvar, Mutex};
 use std::time::Duration;
 
 use {{crate_name}}::event::Event;
-use {{crate_name}}::handler::{Handler, HandlerError};
-use {{crate_name}}::handlers::Tables;
+use {{crate_name}}::handler::{Handler, HandlerError, Subscriber};
+use {{crate_name}}::handlers::{BorrowedHandler, Tables};
 use {{crate_name}}::inbox::Inbox;
 use {{crate_name}}::message::Message;
 use {{crate_name}}::pipeline::Summary;
@@ -131,19 +131,23 @@ impl<'a> Gate<'a> {
 
 /// The handler of one worker of an at-once round, then the gate.
 struct GatedHandler<'a> {
-    inner: &'a dyn Handler,
+    inner: &'a BorrowedHandler<'a>,
     gate: &'a Gate<'a>,
     worker: usize,
 }
 
-impl Handler for GatedHandler<'_> {
+impl Subscriber<Event> for GatedHandler<'_> {
     fn consumer(&self) -> &'static str {
         self.inner.consumer()
     }
+
     fn subscribes_to(&self, event: &Event) -> bool {
         self.inner.subscribes_to(event)
     }
-    fn apply(&self, tables: &mut dyn Tables, message: &Message) -> Result<(), HandlerError> {
+}
+
+impl<'t> Handler<Event, dyn Tables + 't> for GatedHandler<'_> {
+    fn apply(&self, tables: &mut (dyn Tables + 't), message: &Message) -> Result<(), HandlerError> {
         self.gate.set(self.worker, Place::Running);
         let applied = self.inner.apply(tables, message);
         self.gate.pass(self.worker);
@@ -310,7 +314,7 @@ pub fn rules_across_messages<S: Subject>(
 /// here and there.
 fn at_once(
     workers: &mut [Box<dyn Inbox>],
-    handler: &dyn Handler,
+    handler: &BorrowedHandler<'_>,
     fixture: &Fixture,
     local: &[Message],
     round: usize,
@@ -336,7 +340,8 @@ fn at_once(
                         gate,
                         worker,
                     };
-                    let deliverer: &dyn Handler = if CONCURRENT_WRITERS { &gated } else { handler };
+                    let deliverer: &BorrowedHandler<'_> =
+                        if CONCURRENT_WRITERS { &gated } else { handler };
                     let waiting =
                         hangs::waiting(format!("{name} at the start, waiting for the others"));
                     start.wait();
@@ -366,7 +371,7 @@ fn at_once(
 /// One round in turns: a message here, one there, and so on.
 fn in_turns(
     workers: &mut [Box<dyn Inbox>],
-    handler: &dyn Handler,
+    handler: &BorrowedHandler<'_>,
     local: &[Message],
     remote: usize,
     round: usize,

@@ -9,8 +9,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use {{crate_name}}::event::Event;
-use {{crate_name}}::handler::{Handler, HandlerError};
-use {{crate_name}}::handlers::Tables;
+use {{crate_name}}::handler::{Handler, HandlerError, Subscriber};
+use {{crate_name}}::handlers::{AnyHandler, Tables};
 use {{crate_name}}::inbox::{Inbox, Policy, StorageError, StorageFault};
 use {{crate_name}}::message::Message;
 use {{crate_name}}::pipeline::Summary;
@@ -36,13 +36,13 @@ const FAULTS: u32 = 3;
 /// (`Unavailable`, as a full disk or a lost connection reports it) for
 /// the first [`FAULTS`] attempts at one message.
 pub struct FaultyWrites {
-    inner: Arc<dyn Handler>,
+    inner: Arc<AnyHandler>,
     id: String,
     left: Mutex<u32>,
 }
 
 impl FaultyWrites {
-    pub fn new(inner: Arc<dyn Handler>, id: &str) -> Self {
+    pub fn new(inner: Arc<AnyHandler>, id: &str) -> Self {
         Self {
             inner,
             id: id.to_owned(),
@@ -51,14 +51,18 @@ impl FaultyWrites {
     }
 }
 
-impl Handler for FaultyWrites {
+impl Subscriber<Event> for FaultyWrites {
     fn consumer(&self) -> &'static str {
         self.inner.consumer()
     }
+
     fn subscribes_to(&self, event: &Event) -> bool {
         self.inner.subscribes_to(event)
     }
-    fn apply(&self, tables: &mut dyn Tables, message: &Message) -> Result<(), HandlerError> {
+}
+
+impl<'t> Handler<Event, dyn Tables + 't> for FaultyWrites {
+    fn apply(&self, tables: &mut (dyn Tables + 't), message: &Message) -> Result<(), HandlerError> {
         self.inner.apply(tables, message)?;
         let mut left = self.left.lock().expect("faults left");
         if message.id.as_str() != self.id || *left == 0 {
