@@ -177,18 +177,18 @@ mod tests {
         use super::super::*;
         use crate::message::{Message, MessageId};
 
-        pub trait Counts {
+        pub trait TallyTable {
             fn add(&mut self, n: i64);
         }
-        pub trait Log {
+        pub trait JournalTable {
             fn log(&mut self, line: String);
         }
-        pub trait Tables: Counts + Log {}
-        impl<T: Counts + Log + ?Sized> Tables for T {}
+        pub trait Tables: TallyTable + JournalTable {}
+        impl<T: TallyTable + JournalTable + ?Sized> Tables for T {}
         pub type AnyHandler = dyn for<'t> Handler<i64, dyn Tables + 't>;
 
-        pub struct Adds;
-        impl Subscriber<i64> for Adds {
+        pub struct Tallies;
+        impl Subscriber<i64> for Tallies {
             fn consumer(&self) -> &'static str {
                 "adds"
             }
@@ -196,7 +196,7 @@ mod tests {
                 *event > 0
             }
         }
-        impl<T: Counts + ?Sized> Handler<i64, T> for Adds {
+        impl<T: TallyTable + ?Sized> Handler<i64, T> for Tallies {
             fn apply(&self, tables: &mut T, message: &Message<i64>) -> Result<(), HandlerError> {
                 tables.add(message.event);
                 Ok(())
@@ -205,7 +205,7 @@ mod tests {
                 Some(self)
             }
         }
-        impl<T: Counts + ?Sized> SetBased<i64, T> for Adds {
+        impl<T: TallyTable + ?Sized> SetBased<i64, T> for Tallies {
             fn apply_all(
                 &self,
                 tables: &mut T,
@@ -216,8 +216,8 @@ mod tests {
             }
         }
 
-        pub struct Logs;
-        impl Subscriber<i64> for Logs {
+        pub struct Journals;
+        impl Subscriber<i64> for Journals {
             fn consumer(&self) -> &'static str {
                 "logs"
             }
@@ -225,7 +225,7 @@ mod tests {
                 true
             }
         }
-        impl<T: Log + ?Sized> Handler<i64, T> for Logs {
+        impl<T: JournalTable + ?Sized> Handler<i64, T> for Journals {
             fn apply(&self, tables: &mut T, message: &Message<i64>) -> Result<(), HandlerError> {
                 tables.log(format!("{} {}", message.id, message.event));
                 Ok(())
@@ -234,12 +234,12 @@ mod tests {
 
         /// Tables of one "transaction", borrowing what it writes to.
         pub struct Tx<'a>(pub &'a mut i64, pub &'a mut Vec<String>);
-        impl Counts for Tx<'_> {
+        impl TallyTable for Tx<'_> {
             fn add(&mut self, n: i64) {
                 *self.0 += n;
             }
         }
-        impl Log for Tx<'_> {
+        impl JournalTable for Tx<'_> {
             fn log(&mut self, line: String) {
                 self.1.push(line);
             }
@@ -257,7 +257,7 @@ mod tests {
     #[test]
     fn handlers_bound_by_their_own_tables_run_over_the_union() {
         use project::*;
-        let handlers: Vec<Box<AnyHandler>> = vec![Box::new(Adds), Box::new(Logs)];
+        let handlers: Vec<Box<AnyHandler>> = vec![Box::new(Tallies), Box::new(Journals)];
         let (mut total, mut lines) = (0, Vec::new());
         let (one, two) = (message("m-1", 2), message("m-2", 3));
         for handler in &handlers {
@@ -276,7 +276,10 @@ mod tests {
         let names: Vec<&str> = handlers.iter().map(|handler| handler.consumer()).collect();
         assert_eq!(names, ["adds", "logs"]);
         assert!(handlers[0].subscribes_to(&1) && !handlers[0].subscribes_to(&0));
-        assert!(Logs.subscribes_to(&0), "asked without naming any tables");
+        assert!(
+            Journals.subscribes_to(&0),
+            "asked without naming any tables"
+        );
     }
 
     #[test]
