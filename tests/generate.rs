@@ -107,7 +107,7 @@ fn each_variant_holds_only_its_own_broker() {
 /// A project holds only its own database's code and dependencies. The
 /// vendored runtime crate is left out: like the published crate it stands
 /// for, it holds every database behind a feature, and the project turns on
-/// its own one (`tests/runtime_crate.rs`).
+/// its own one (`tests/kit_crates.rs`).
 #[test]
 fn each_variant_holds_only_its_own_database() {
     let own = |file: &String| !file.starts_with("vendor/");
@@ -131,17 +131,16 @@ fn each_variant_holds_only_its_own_database() {
     }
 }
 
-/// Every variant's modules, and the runtime crate's, can be read bottom
+/// Every variant's modules, and the kit crates', can be read bottom
 /// up: no module imports one that imports it back (directly or around a
 /// circle), and the library's root imports none of its own modules (it
 /// only declares them). `farm-studio look` draws the same graph.
 #[test]
 fn modules_import_each_other_without_a_circle() {
-    let runtime = kit_root().join("template/vendor/inbox-kit-runtime/src");
-    assert_readable_bottom_up(
-        "inbox-kit-runtime",
-        &modules::imports(&runtime, "inbox_kit_runtime"),
-    );
+    for name in ["inbox-kit-runtime", "inbox-kit-testkit"] {
+        let src = kit_root().join("template/vendor").join(name).join("src");
+        assert_readable_bottom_up(name, &modules::imports(&src, &name.replace('-', "_")));
+    }
     for variant in VARIANTS {
         let project = generate("orders-consumer", variant.defines);
         let imports = modules::imports(&project.root.join("src"), "orders_consumer");

@@ -6,13 +6,17 @@
 //! databases, the raw steps broken inboxes are made of, and the traps only
 //! that database has).
 //!
+//! What knows nothing of this project (holding a process at its progress,
+//! cutting a connection, a stand-in OpenTelemetry collector) is the kit's
+//! test-kit crate (`vendor/inbox-kit-testkit/`), re-exported here under the
+//! paths the tests name.
+//!
 //! Shared by the integration tests, `examples/demo.rs` and the benchmark,
 //! and never compiled into the consumer binary. Each of them uses only part
 //! of it, hence the allowances for unused items and re-exports.
 #![allow(dead_code, unused_imports)]
 
 pub mod broken;
-pub mod collector;
 pub mod consume;
 pub mod debit_variant;
 pub mod figures;
@@ -20,18 +24,18 @@ pub mod harness;
 {%- if broker == "kafka" %}
 pub mod kafka;
 {%- endif %}
-pub mod kill;
 pub mod metrics;
 {%- if broker == "nats" %}
 pub mod nats;
 {%- endif %}
-pub mod proxy;
 pub mod raw;
 pub mod relay_rates;
 pub mod subjects;
 pub mod summary;
 pub mod traces;
 pub mod workload;
+
+pub use inbox_kit_testkit::{collector, kill, proxy};
 {% if database == "postgres" %}
 #[path = "postgres/mod.rs"]
 pub mod database;

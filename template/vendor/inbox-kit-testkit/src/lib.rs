@@ -1,0 +1,17 @@
+//! The test kit of an inbox-kit consumer: the parts of its test support
+//! that know nothing of the consumer, its database or its broker. A
+//! generated project uses it as a dev-dependency and re-exports each module
+//! under its old path (`crate::support::kill`...), so its tests read the
+//! same whether a helper lives here or there.
+//!
+//! * [`kill`]: a process held at one of its own progress lines, then
+//!   killed or signalled there, so every kill lands mid-run on any machine;
+//!   and a child that is killed with the test that started it;
+//! * [`proxy`]: a TCP proxy on loopback that a test cuts and restores, to
+//!   take a server away from a consumer without touching the server;
+//! * [`collector`]: a stand-in OpenTelemetry collector that keeps what was
+//!   exported to it.
+
+pub mod collector;
+pub mod kill;
+pub mod proxy;
