@@ -7,7 +7,6 @@
 //! write fails: the harshest case, and the same on every run (with a real
 //! `head`, whether a write fails depends on who is faster).
 
-use std::os::fd::{FromRawFd, OwnedFd};
 use std::os::unix::process::ExitStatusExt;
 use std::process::{Output, Stdio};
 
@@ -16,15 +15,17 @@ use crate::support::database::Fixture;
 use crate::support::summary::field;
 
 /// A pipe whose read end is already closed, as a child's stdout.
+///
+/// `std::io::pipe` makes both ends close-on-exec: the tests beside this one
+/// start processes of their own, and one started while the read end was
+/// still open would otherwise inherit it and keep it open, so this
+/// command's writes would succeed (seen once in CI with `libc::pipe`:
+/// `dead-letters redrive` ended with its own exit code 4, not a closed
+/// pipe's).
 fn closed_pipe() -> Stdio {
-    let mut ends = [0; 2];
-    // SAFETY: `pipe` fills both descriptors; the read end is closed at
-    // once and the write end handed over, owned, to the child's stdout.
-    unsafe {
-        assert_eq!(libc::pipe(ends.as_mut_ptr()), 0, "pipe");
-        libc::close(ends[0]);
-        Stdio::from(OwnedFd::from_raw_fd(ends[1]))
-    }
+    let (reader, writer) = std::io::pipe().expect("a pipe");
+    drop(reader);
+    Stdio::from(writer)
 }
 
 /// Runs the consumer on `fixture` with `args`, its stdout closed.
