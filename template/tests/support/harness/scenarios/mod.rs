@@ -220,33 +220,82 @@ impl Scenario {
 
 /// Every required scenario that takes one subject, through both ways of
 /// running the real inbox. Returns what was violated (nothing, for a
-/// correct handler with a correct model).
+/// correct handler with a correct model), in the same order every run.
+///
+/// Each way of running the inbox plays its scenarios on a thread of its
+/// own, at the same time as the others: every scenario has a fixture of
+/// its own, so they cannot meet, and on PostgreSQL a scenario mostly waits
+/// on the server, so playing them one after another left both cores idle
+/// most of the time (the required tests' longest test, and so the Stop
+/// hook's wait).
 pub fn required_scenarios<S: Subject>(subject: &S) -> Vec<Violation> {
+    let through_inboxes = each_at_once(&RealInbox::ALL, |inbox| inbox_scenarios(subject, inbox));
+    let through_dead_letters = each_at_once(&RealDeadLetters::ALL, |inbox| {
+        dead_letter_scenarios(subject, inbox)
+    });
+    through_inboxes
+        .into_iter()
+        .chain(through_dead_letters)
+        .flatten()
+        .collect()
+}
+
+/// The required scenarios through `inbox`, one after another.
+fn inbox_scenarios<S: Subject>(subject: &S, inbox: &RealInbox) -> Vec<Violation> {
     let mut violations = Vec::new();
-    for inbox in RealInbox::ALL {
-        for scenario in [
-            Scenario::RunTwice,
-            Scenario::Parallel,
-            Scenario::Redelivery,
-            Scenario::Restart,
-            Scenario::BusinessKey,
-            Scenario::ExactIds,
-            Scenario::FailedCommit,
-        ] {
-            if let Err(violation) = scenario.check(subject, subject, &inbox) {
-                violations.push(violation);
-            }
-        }
-        violations.extend(storage_fault_in_handler(subject, &inbox, 10).err());
-        violations.extend(claim_refused(subject, &inbox, 10).err());
-        violations.extend(conflicts_retried(subject, &inbox).err());
-        violations.extend(rules_across_messages(subject, &inbox).err());
-        violations.extend(cannot_apply(subject, &inbox).err());
+    for scenario in [
+        Scenario::RunTwice,
+        Scenario::Parallel,
+        Scenario::Redelivery,
+        Scenario::Restart,
+        Scenario::BusinessKey,
+        Scenario::ExactIds,
+        Scenario::FailedCommit,
+    ] {
+        violations.extend(scenario.check(subject, subject, inbox).err());
     }
-    for inbox in RealDeadLetters::ALL {
-        violations.extend(dead_letters(subject, &inbox).err());
-        violations.extend(crash_loop(subject, &inbox).err());
-        violations.extend(refused_after_a_failure(subject, &inbox).err());
-    }
+    violations.extend(storage_fault_in_handler(subject, inbox, 10).err());
+    violations.extend(claim_refused(subject, inbox, 10).err());
+    violations.extend(conflicts_retried(subject, inbox).err());
+    violations.extend(rules_across_messages(subject, inbox).err());
+    violations.extend(cannot_apply(subject, inbox).err());
     violations
+}
+
+/// The required scenarios of dead letters through `inbox`.
+fn dead_letter_scenarios<S: Subject>(subject: &S, inbox: &RealDeadLetters) -> Vec<Violation> {
+    let mut violations = Vec::new();
+    violations.extend(dead_letters(subject, inbox).err());
+    violations.extend(crash_loop(subject, inbox).err());
+    violations.extend(refused_after_a_failure(subject, inbox).err());
+    violations
+}
+
+/// `play` for each of `inboxes`, each on a thread of its own, at the same
+/// time; the results in the order of `inboxes`. The threads are named
+/// after this one, so that a hang report names the test they belong to
+/// (libtest names a test's thread after it).
+pub fn each_at_once<I: Sync, T: Send>(inboxes: &[I], play: impl Fn(&I) -> T + Sync) -> Vec<T> {
+    let play = &play;
+    std::thread::scope(|scope| {
+        let plays: Vec<_> = inboxes
+            .iter()
+            .map(|inbox| {
+                let mut thread = std::thread::Builder::new();
+                if let Some(name) = std::thread::current().name() {
+                    thread = thread.name(name.to_owned());
+                }
+                thread
+                    .spawn_scoped(scope, move || play(inbox))
+                    .expect("start a thread for a scenario")
+            })
+            .collect();
+        plays
+            .into_iter()
+            .map(|play| {
+                play.join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+            })
+            .collect()
+    })
 }
