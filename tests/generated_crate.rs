@@ -1,9 +1,10 @@
 //! Every variant of a generated project builds from its own lock file
 //! without warnings, passes clippy with warnings denied, is formatted, and
-//! passes its own tests against the local servers the variant needs. A
-//! variant whose server is unreachable still builds, lints and is checked
-//! for formatting, and is reported as `ignored (NOT RUN: ...)`, never as
-//! passed (see `common/trials.rs`).
+//! passes its own tests against the local servers the variant needs (the
+//! suites of the database and the inbox once per database: see
+//! [`ONCE_PER_DATABASE`]). A variant whose server is unreachable still
+//! builds, lints and is checked for formatting, and is reported as
+//! `ignored (NOT RUN: ...)`, never as passed (see `common/trials.rs`).
 
 mod common;
 
@@ -12,7 +13,7 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use common::trials::Trials;
-use common::{POSTGRES, SQLITE, VARIANTS, cargo, cargo_ok, generate, generate_with};
+use common::{POSTGRES, SQLITE, VARIANTS, Variant, cargo, cargo_ok, generate, generate_with};
 
 fn main() -> ExitCode {
     let mut trials = Trials::default();
@@ -33,7 +34,9 @@ fn main() -> ExitCode {
             move || {
                 let project = project();
                 builds_lints_and_is_formatted(&project.root);
-                cargo_ok(&project.root, &["test", "--locked"]);
+                let command = test_command(variant, &project.root);
+                let args: Vec<&str> = command.iter().map(String::as_str).collect();
+                cargo_ok(&project.root, &args);
                 // A hang in the required tests blocks the stop, on each
                 // database (the brokers change nothing there).
                 if [SQLITE.name, POSTGRES.name].contains(&variant.name) {
@@ -52,6 +55,42 @@ fn main() -> ExitCode {
             the_first_build_leaves_the_lock_file_as_generated_whatever_the_name,
         )
         .run()
+}
+
+/// The suites that test the database and the inbox, and nothing of a
+/// broker: their files, the database's module and the inbox are the same
+/// with and without one, so they run once per database, in the variant
+/// without a broker (the others still build and lint them).
+const ONCE_PER_DATABASE: [&str; 2] = ["conformance", "reliability"];
+
+/// `cargo test` for `variant`: every target, but a variant with a broker
+/// leaves out the suites its database's own variant runs.
+fn test_command(variant: &Variant, root: &Path) -> Vec<String> {
+    let mut command = vec!["test".to_owned(), "--locked".to_owned()];
+    if [SQLITE.name, POSTGRES.name].contains(&variant.name) {
+        return command;
+    }
+    command.extend(["--lib".to_owned(), "--bins".to_owned()]);
+    let mut suites: Vec<String> = fs::read_dir(root.join("tests"))
+        .expect("the project's tests folder")
+        .map(|entry| entry.expect("a tests folder entry").path())
+        .filter(|path| path.join("main.rs").is_file())
+        .map(|path| path.file_name().unwrap().to_string_lossy().into_owned())
+        .collect();
+    suites.sort();
+    for suite in ONCE_PER_DATABASE {
+        assert!(
+            suites.iter().any(|found| found == suite),
+            "{}: no suite `{suite}` to leave out: {suites:?}",
+            variant.name
+        );
+    }
+    for suite in suites {
+        if !ONCE_PER_DATABASE.contains(&suite.as_str()) {
+            command.extend(["--test".to_owned(), suite]);
+        }
+    }
+    command
 }
 
 /// `--locked`: the template ships a lock file per variant, so a generated
