@@ -27,6 +27,7 @@
 #[path = "../tests/support/mod.rs"]
 mod support;
 
+use {{crate_name}}::handlers::Handlers;
 use std::fs::File;
 use std::io::{BufWriter, Read, Write};
 use std::path::Path;
@@ -156,7 +157,7 @@ fn write_input(path: &Path, count: usize) -> usize {
 /// The business update alone, batch by batch: the pipeline without an inbox.
 struct BareUpdate(Box<dyn Raw>);
 
-impl Inbox for BareUpdate {
+impl Inbox<Handlers> for BareUpdate {
     fn deliver_batch(&mut self, batch: &[Delivery<'_>]) -> Result<Vec<Outcome>, StorageError> {
         self.0.begin()?;
         let outcomes = batch
@@ -171,7 +172,7 @@ impl Inbox for BareUpdate {
     }
 }
 
-fn run_pipeline<I: Inbox + 'static>(
+fn run_pipeline<I: Inbox<Handlers> + 'static>(
     input: &Path,
     options: Options,
     handler: Arc<AnyHandler>,

@@ -6,6 +6,7 @@
 //! handlers' tables and retention. Swapping databases means writing that
 //! module again, and nothing else.
 
+use crate::handlers::Handlers;
 use std::time::Duration;
 
 use crate::handlers::Tables;
@@ -15,7 +16,7 @@ use crate::relay;
 /// A database holding the inbox and every handler's tables.
 pub trait Store: Clone + Send + Sync + 'static {
     /// One connection's inbox.
-    type Inbox: Inbox + DeadLetters + 'static;
+    type Inbox: Inbox<Handlers> + DeadLetters<Handlers> + 'static;
 
     /// The outbox as a relay sees it.
     type RelayQueue: relay::Queue + 'static;

@@ -13,7 +13,8 @@
 //! trait ([`Ledger`], [`Outbox`], [`Refunds`]) and is generic over tables
 //! that have it; [`Tables`] gathers them, the database module implements
 //! each one with its SQL, and [`AnyHandler`] is a handler of this service
-//! handed all of them.
+//! handed all of them. [`Handlers`] tells the runtime's deliveries and
+//! inboxes which object that is.
 
 mod debit;
 mod notify;
@@ -21,7 +22,7 @@ mod refund;
 
 use std::sync::Arc;
 
-use inbox_kit_runtime::handler::{check_names, pick};
+use inbox_kit_runtime::handler::{Registry, check_names, pick};
 
 pub use debit::{Debit, Debited, Ledger, UnknownAccount};
 pub use notify::{CHANNELS, Notification, Notify, Outbox};
@@ -46,6 +47,20 @@ pub type AnyHandler = BorrowedHandler<'static>;
 /// [`AnyHandler`] that may borrow for `'a`, such as a test's wrapper
 /// around a handler it was lent: what one delivery needs.
 pub type BorrowedHandler<'a> = dyn for<'t> Handler<Event, dyn Tables + 't> + 'a;
+
+/// This service's handlers as the runtime's deliveries and inboxes know
+/// them (`Delivery<'_, Handlers>`, `dyn Inbox<Handlers>`): its events, and
+/// [`BorrowedHandler`] as the object a delivery holds.
+pub struct Handlers;
+
+impl Registry for Handlers {
+    type Event = Event;
+    type Handler<'a> = BorrowedHandler<'a>;
+
+    fn has_set_based(handler: &BorrowedHandler<'_>) -> bool {
+        handler.set_based().is_some()
+    }
+}
 
 /// Every consumer this service knows, in a fixed order.
 pub fn all() -> Vec<Arc<AnyHandler>> {

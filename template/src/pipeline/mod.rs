@@ -27,6 +27,7 @@ mod summary;
 
 pub use summary::Summary;
 
+use crate::handlers::Handlers;
 use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -129,7 +130,7 @@ pub async fn run<I, F>(
     options: Options,
 ) -> anyhow::Result<Report>
 where
-    I: Inbox + 'static,
+    I: Inbox<Handlers> + 'static,
     F: Fn() -> Result<I, StorageError> + Send + Sync + 'static,
 {
     let stop = Arc::new(Stop::default());
@@ -149,7 +150,7 @@ pub async fn run_until<I, F>(
     stop: Arc<Stop>,
 ) -> anyhow::Result<Report>
 where
-    I: Inbox + 'static,
+    I: Inbox<Handlers> + 'static,
     F: Fn() -> Result<I, StorageError> + Send + Sync + 'static,
 {
     let workers = options.workers.max(1);
@@ -215,7 +216,7 @@ fn route(routing: &dyn Route, chunks: &Receiver<Vec<Incoming>>, queues: &[Sender
 }
 
 /// A worker: commits batches until its queue is closed and drained.
-fn work<I: Inbox>(
+fn work<I: Inbox<Handlers>>(
     mut inbox: I,
     chunks: &Receiver<Vec<Incoming>>,
     handlers: &[Arc<AnyHandler>],

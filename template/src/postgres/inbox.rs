@@ -20,6 +20,7 @@
 //! failed delivery. A connection the server dropped is reopened at the
 //! next batch.
 
+use crate::handlers::Handlers;
 use std::collections::HashSet;
 use std::time::{Duration, SystemTime};
 
@@ -136,7 +137,7 @@ impl PgInbox {
     }
 }
 
-impl Inbox for PgInbox {
+impl Inbox<Handlers> for PgInbox {
     fn deliver_batch(&mut self, batch: &[Delivery<'_>]) -> Result<Vec<Outcome>, StorageError> {
         let mut retry = 0;
         loop {
@@ -154,7 +155,7 @@ impl Inbox for PgInbox {
     }
 }
 
-impl DeadLetters for PgInbox {
+impl DeadLetters<Handlers> for PgInbox {
     fn dead_letters(&mut self) -> Result<Vec<DeadLetter>, StorageError> {
         poison::dead_letters(&mut self.connection()?.client)
     }

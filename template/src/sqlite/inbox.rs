@@ -7,6 +7,7 @@
 //! own delivery (its inbox row included) and the rest of the batch commits;
 //! the failure is then counted outside that savepoint (see `poison.rs`).
 
+use crate::handlers::Handlers;
 use std::time::SystemTime;
 
 use inbox_kit_runtime::storage::sqlite::is_duplicate_key;
@@ -39,7 +40,7 @@ impl SqliteInbox {
     }
 }
 
-impl Inbox for SqliteInbox {
+impl Inbox<Handlers> for SqliteInbox {
     fn deliver_batch(&mut self, batch: &[Delivery<'_>]) -> Result<Vec<Outcome>, StorageError> {
         match self.try_batch(batch, steps(batch, self.policy))? {
             Some(outcomes) => Ok(outcomes),
@@ -101,7 +102,7 @@ impl SqliteInbox {
     }
 }
 
-impl DeadLetters for SqliteInbox {
+impl DeadLetters<Handlers> for SqliteInbox {
     fn dead_letters(&mut self) -> Result<Vec<DeadLetter>, StorageError> {
         poison::dead_letters(&self.db)
     }

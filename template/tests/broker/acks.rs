@@ -2,6 +2,7 @@
 //! An acknowledgement that never arrives, a batch the database refused, a
 //! handler slower than the ack wait: each ends in the once-only state.
 
+use {{crate_name}}::handlers::Handlers;
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -129,7 +130,7 @@ struct FailsFirstBatches<I> {
     left: Arc<Mutex<u32>>,
 }
 
-impl<I: Inbox> Inbox for FailsFirstBatches<I> {
+impl<I: Inbox<Handlers>> Inbox<Handlers> for FailsFirstBatches<I> {
     fn deliver_batch(&mut self, batch: &[Delivery<'_>]) -> Result<Vec<Outcome>, StorageError> {
         let mut left = self.left.lock().unwrap();
         if *left > 0 {

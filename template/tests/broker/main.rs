@@ -22,6 +22,7 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+use {{crate_name}}::handlers::Handlers;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
@@ -90,7 +91,7 @@ fn consume_until_drained<I, F>(
     wrap: impl FnOnce(Box<dyn Source>) -> Box<dyn Source> + 'static,
 ) -> Seen
 where
-    I: Inbox + 'static,
+    I: Inbox<Handlers> + 'static,
     F: Fn() -> Result<I, StorageError> + Send + Sync + 'static,
 {
     let seen = consume_through_proxy(
@@ -121,7 +122,7 @@ fn consume_through_proxy<I, F>(
     ack_wait: Duration,
 ) -> Seen
 where
-    I: Inbox + 'static,
+    I: Inbox<Handlers> + 'static,
     F: Fn() -> Result<I, StorageError> + Send + Sync + 'static,
 {
     let proxy = SettleProxy::start(&nats_address(), withhold);

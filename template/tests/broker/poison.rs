@@ -4,6 +4,7 @@
 //! keeps dying on, without a failure ever counted, is parked by its
 //! delivery count.
 
+use {{crate_name}}::handlers::Handlers;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -80,7 +81,7 @@ struct DiesOn<I> {
     passed: Arc<Mutex<Vec<u32>>>,
 }
 
-impl<I: Inbox> Inbox for DiesOn<I> {
+impl<I: Inbox<Handlers>> Inbox<Handlers> for DiesOn<I> {
     fn deliver_batch(&mut self, batch: &[Delivery<'_>]) -> Result<Vec<Outcome>, StorageError> {
         let dies = batch
             .iter()

@@ -29,6 +29,7 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+use {{crate_name}}::handlers::Handlers;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -89,7 +90,7 @@ impl Running {
         open: F,
     ) -> Self
     where
-        I: Inbox + 'static,
+        I: Inbox<Handlers> + 'static,
         F: Fn() -> Result<I, StorageError> + Send + Sync + 'static,
     {
         let options = broker.options(GROUP);
@@ -171,7 +172,7 @@ fn consume_until<I, F>(
     done: impl FnMut() -> bool,
 ) -> Seen
 where
-    I: Inbox + 'static,
+    I: Inbox<Handlers> + 'static,
     F: Fn() -> Result<I, StorageError> + Send + Sync + 'static,
 {
     let running = Running::start(broker, kind, handlers, open);
@@ -187,7 +188,7 @@ fn consume_until_drained<I, F>(
     open: F,
 ) -> Seen
 where
-    I: Inbox + 'static,
+    I: Inbox<Handlers> + 'static,
     F: Fn() -> Result<I, StorageError> + Send + Sync + 'static,
 {
     let seen = consume_until(broker, kind, handlers, open, || {

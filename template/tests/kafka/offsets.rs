@@ -3,6 +3,7 @@
 //! (however many later messages committed); a storage outage commits
 //! nothing.
 
+use {{crate_name}}::handlers::Handlers;
 use std::collections::HashSet;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
@@ -112,7 +113,7 @@ struct Outage<I> {
     failed: Arc<AtomicU64>,
 }
 
-impl<I: Inbox> Inbox for Outage<I> {
+impl<I: Inbox<Handlers>> Inbox<Handlers> for Outage<I> {
     fn deliver_batch(&mut self, batch: &[Delivery<'_>]) -> Result<Vec<Outcome>, StorageError> {
         if self.failed.fetch_add(1, Ordering::SeqCst) < self.failures {
             return Err(StorageError::new(

@@ -2,6 +2,7 @@
 //! line says, while a run goes on and when it ends; exporters that miscount
 //! are caught by the same check.
 
+use {{crate_name}}::handlers::Handlers;
 use std::io::{BufRead, BufReader, Cursor, Lines, Write};
 use std::process::{ChildStderr, Command, Stdio};
 use std::sync::Arc;
@@ -258,7 +259,7 @@ struct FirstBatchRolledBack<I> {
     failed: AtomicBool,
 }
 
-impl<I: Inbox> Inbox for FirstBatchRolledBack<I> {
+impl<I: Inbox<Handlers>> Inbox<Handlers> for FirstBatchRolledBack<I> {
     fn deliver_batch(&mut self, batch: &[Delivery<'_>]) -> Result<Vec<Outcome>, StorageError> {
         if !self.failed.swap(true, Ordering::SeqCst) {
             return Err(StorageError::new(StorageFault::Other, "a test's outage"));

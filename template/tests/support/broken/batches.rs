@@ -2,6 +2,7 @@
 //! run's attempt fails decides whether one bad message takes its siblings
 //! down, or applies them twice.
 
+use {{crate_name}}::handlers::Handlers;
 use {{crate_name}}::inbox::{Delivery, Inbox, Outcome, Policy, Step, StorageError, steps};
 use {{crate_name}}::message::Message;
 
@@ -27,7 +28,7 @@ impl InboxUnderTest for NoFallback {
     fn name(&self) -> String {
         "set-based runs that fail all together".into()
     }
-    fn open(&self, fixture: &Fixture) -> Box<dyn Inbox> {
+    fn open(&self, fixture: &Fixture) -> Box<dyn Inbox<Handlers>> {
         Box::new(BrokenRuns {
             raw: fixture.raw(),
             keeps_the_attempt: false,
@@ -39,7 +40,7 @@ impl InboxUnderTest for FallbackKeepsTheAttempt {
     fn name(&self) -> String {
         "a fallback that keeps the failed attempt's writes".into()
     }
-    fn open(&self, fixture: &Fixture) -> Box<dyn Inbox> {
+    fn open(&self, fixture: &Fixture) -> Box<dyn Inbox<Handlers>> {
         Box::new(BrokenRuns {
             raw: fixture.raw(),
             keeps_the_attempt: true,
@@ -54,7 +55,7 @@ struct BrokenRuns {
     keeps_the_attempt: bool,
 }
 
-impl Inbox for BrokenRuns {
+impl Inbox<Handlers> for BrokenRuns {
     fn deliver_batch(&mut self, batch: &[Delivery<'_>]) -> Result<Vec<Outcome>, StorageError> {
         self.raw.begin()?;
         let mut outcomes = Vec::with_capacity(batch.len());

@@ -3,6 +3,7 @@
 //! statement timeout, a lost connection or a full disk is not the
 //! message's fault; it must fail the batch and nothing else.
 
+use {{crate_name}}::handlers::Handlers;
 use std::time::Duration;
 
 use {{crate_name}}::handlers::BorrowedHandler;
@@ -28,7 +29,7 @@ impl InboxUnderTest for FaultCounted {
     fn name(&self) -> String {
         "storage faults counted against the message".into()
     }
-    fn open(&self, fixture: &Fixture) -> Box<dyn Inbox> {
+    fn open(&self, fixture: &Fixture) -> Box<dyn Inbox<Handlers>> {
         one_at_a_time(fixture, |raw, handler, message| {
             deliver_blaming_the_message(raw, handler, message, false)
         })
@@ -45,7 +46,7 @@ impl InboxUnderTest for FaultRefused {
     fn name(&self) -> String {
         "storage faults taken as final".into()
     }
-    fn open(&self, fixture: &Fixture) -> Box<dyn Inbox> {
+    fn open(&self, fixture: &Fixture) -> Box<dyn Inbox<Handlers>> {
         one_at_a_time(fixture, |raw, handler, message| {
             deliver_blaming_the_message(raw, handler, message, true)
         })
@@ -103,9 +104,9 @@ fn deliver_blaming_the_message(
 /// transaction.
 pub struct LockTimeoutAsDuplicate;
 
-struct TimeoutsAreDuplicates(Box<dyn Inbox>);
+struct TimeoutsAreDuplicates(Box<dyn Inbox<Handlers>>);
 
-impl Inbox for TimeoutsAreDuplicates {
+impl Inbox<Handlers> for TimeoutsAreDuplicates {
     fn deliver_batch(&mut self, batch: &[Delivery<'_>]) -> Result<Vec<Outcome>, StorageError> {
         match self.0.deliver_batch(batch) {
             Err(error) if error.is_storage_fault() => Ok(vec![Outcome::Duplicate; batch.len()]),
@@ -118,7 +119,7 @@ impl ImpatientUnderTest for LockTimeoutAsDuplicate {
     fn name(&self) -> String {
         "lock timeouts taken as duplicates".into()
     }
-    fn open(&self, fixture: &Fixture, policy: Policy, wait: Duration) -> Box<dyn Inbox> {
+    fn open(&self, fixture: &Fixture, policy: Policy, wait: Duration) -> Box<dyn Inbox<Handlers>> {
         Box::new(TimeoutsAreDuplicates(fixture.impatient_inbox(policy, wait)))
     }
 }
@@ -130,9 +131,9 @@ impl ImpatientUnderTest for LockTimeoutAsDuplicate {
 /// refuses.
 pub struct ClaimErrorAsDuplicate;
 
-struct ClaimErrorsAreDuplicates(Box<dyn Inbox>);
+struct ClaimErrorsAreDuplicates(Box<dyn Inbox<Handlers>>);
 
-impl Inbox for ClaimErrorsAreDuplicates {
+impl Inbox<Handlers> for ClaimErrorsAreDuplicates {
     fn deliver_batch(&mut self, batch: &[Delivery<'_>]) -> Result<Vec<Outcome>, StorageError> {
         match self.0.deliver_batch(batch) {
             Err(_) => Ok(vec![Outcome::Duplicate; batch.len()]),
@@ -145,7 +146,7 @@ impl InboxUnderTest for ClaimErrorAsDuplicate {
     fn name(&self) -> String {
         "any claim error taken as a duplicate".into()
     }
-    fn open(&self, fixture: &Fixture) -> Box<dyn Inbox> {
+    fn open(&self, fixture: &Fixture) -> Box<dyn Inbox<Handlers>> {
         Box::new(ClaimErrorsAreDuplicates(RealInbox::BATCHED.open(fixture)))
     }
 }
@@ -162,7 +163,7 @@ pub struct NoSavepoints;
 
 struct WithoutSavepoints(Box<dyn Raw>);
 
-impl Inbox for WithoutSavepoints {
+impl Inbox<Handlers> for WithoutSavepoints {
     fn deliver_batch(&mut self, batch: &[Delivery<'_>]) -> Result<Vec<Outcome>, StorageError> {
         self.0.begin()?;
         let mut outcomes = Vec::with_capacity(batch.len());
@@ -187,7 +188,7 @@ impl InboxUnderTest for NoSavepoints {
     fn name(&self) -> String {
         "no savepoint per delivery".into()
     }
-    fn open(&self, fixture: &Fixture) -> Box<dyn Inbox> {
+    fn open(&self, fixture: &Fixture) -> Box<dyn Inbox<Handlers>> {
         Box::new(WithoutSavepoints(fixture.raw()))
     }
 }

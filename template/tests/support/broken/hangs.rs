@@ -5,6 +5,7 @@
 //! in a test process of its own, since ending that process is how a hang
 //! fails.
 
+use {{crate_name}}::handlers::Handlers;
 use std::sync::{Arc, Condvar, Mutex};
 
 use {{crate_name}}::inbox::{Inbox, Outcome};
@@ -26,7 +27,7 @@ impl InboxUnderTest for ClaimsOnASecondConnection {
     fn name(&self) -> String {
         "claims again on a second connection".into()
     }
-    fn open(&self, fixture: &Fixture) -> Box<dyn Inbox> {
+    fn open(&self, fixture: &Fixture) -> Box<dyn Inbox<Handlers>> {
         let mut second = fixture.raw_waiting_forever();
         one_at_a_time(fixture, move |raw, handler, message| {
             let (consumer, id) = (handler.consumer(), message.id.as_str());
@@ -64,7 +65,7 @@ impl InboxUnderTest for WaitsForEveryWorker {
     fn name(&self) -> String {
         format!("waits for {} workers", Self::POOL)
     }
-    fn open(&self, fixture: &Fixture) -> Box<dyn Inbox> {
+    fn open(&self, fixture: &Fixture) -> Box<dyn Inbox<Handlers>> {
         let started = self.started.clone();
         *started.0.lock().expect("pool") += 1;
         started.1.notify_all();

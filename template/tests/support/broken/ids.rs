@@ -1,6 +1,7 @@
 //! Ids "cleaned up" before they are compared: each merges messages that
 //! differ, and loses all but one of them.
 
+use {{crate_name}}::handlers::Handlers;
 use unicode_normalization::UnicodeNormalization;
 
 use {{crate_name}}::inbox::{Delivery, Inbox, Outcome, StorageError};
@@ -12,11 +13,11 @@ use crate::support::harness::{InboxUnderTest, RealInbox};
 /// The real inbox, given ids rewritten by `rewrite` before they are
 /// recorded: how an inbox that "cleans up" ids behaves.
 struct RewritesIds {
-    inner: Box<dyn Inbox>,
+    inner: Box<dyn Inbox<Handlers>>,
     rewrite: fn(&str) -> String,
 }
 
-impl Inbox for RewritesIds {
+impl Inbox<Handlers> for RewritesIds {
     fn deliver_batch(&mut self, batch: &[Delivery<'_>]) -> Result<Vec<Outcome>, StorageError> {
         let messages: Vec<Message> = batch
             .iter()
@@ -39,7 +40,7 @@ impl Inbox for RewritesIds {
     }
 }
 
-fn rewriting(fixture: &Fixture, rewrite: fn(&str) -> String) -> Box<dyn Inbox> {
+fn rewriting(fixture: &Fixture, rewrite: fn(&str) -> String) -> Box<dyn Inbox<Handlers>> {
     Box::new(RewritesIds {
         inner: RealInbox::BATCHED.open(fixture),
         rewrite,
@@ -56,7 +57,7 @@ impl InboxUnderTest for FoldsCase {
     fn name(&self) -> String {
         "ids folded to lower case".into()
     }
-    fn open(&self, fixture: &Fixture) -> Box<dyn Inbox> {
+    fn open(&self, fixture: &Fixture) -> Box<dyn Inbox<Handlers>> {
         rewriting(fixture, str::to_lowercase)
     }
 }
@@ -69,7 +70,7 @@ impl InboxUnderTest for TrimsIds {
     fn name(&self) -> String {
         "ids trimmed".into()
     }
-    fn open(&self, fixture: &Fixture) -> Box<dyn Inbox> {
+    fn open(&self, fixture: &Fixture) -> Box<dyn Inbox<Handlers>> {
         rewriting(fixture, |id| id.trim().to_owned())
     }
 }
@@ -82,7 +83,7 @@ impl InboxUnderTest for NormalizesIds {
     fn name(&self) -> String {
         "ids normalized (NFC)".into()
     }
-    fn open(&self, fixture: &Fixture) -> Box<dyn Inbox> {
+    fn open(&self, fixture: &Fixture) -> Box<dyn Inbox<Handlers>> {
         rewriting(fixture, |id| id.nfc().collect())
     }
 }
@@ -95,7 +96,7 @@ impl InboxUnderTest for TruncatesIds {
     fn name(&self) -> String {
         "ids truncated to 64 bytes".into()
     }
-    fn open(&self, fixture: &Fixture) -> Box<dyn Inbox> {
+    fn open(&self, fixture: &Fixture) -> Box<dyn Inbox<Handlers>> {
         rewriting(fixture, |id| {
             let mut end = id.len().min(64);
             while !id.is_char_boundary(end) {

@@ -1,5 +1,6 @@
 //! Mistakes in the duplicate check itself.
 
+use {{crate_name}}::handlers::Handlers;
 use std::collections::HashSet;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -19,7 +20,7 @@ impl InboxUnderTest for NoInbox {
     fn name(&self) -> String {
         "no inbox".into()
     }
-    fn open(&self, fixture: &Fixture) -> Box<dyn Inbox> {
+    fn open(&self, fixture: &Fixture) -> Box<dyn Inbox<Handlers>> {
         one_at_a_time(fixture, |raw, handler, message| {
             raw.begin()?;
             apply_and_commit(raw, handler, message)
@@ -38,7 +39,7 @@ impl InboxUnderTest for CheckThenAct {
     fn name(&self) -> String {
         "check-then-act".into()
     }
-    fn open(&self, fixture: &Fixture) -> Box<dyn Inbox> {
+    fn open(&self, fixture: &Fixture) -> Box<dyn Inbox<Handlers>> {
         one_at_a_time(fixture, |raw, handler, message| {
             if raw.is_recorded(handler.consumer(), message.id.as_str())? {
                 return Ok(Outcome::Duplicate);
@@ -65,7 +66,7 @@ impl InboxUnderTest for RecordFirst {
     fn name(&self) -> String {
         "record-first".into()
     }
-    fn open(&self, fixture: &Fixture) -> Box<dyn Inbox> {
+    fn open(&self, fixture: &Fixture) -> Box<dyn Inbox<Handlers>> {
         one_at_a_time(fixture, |raw, handler, message| {
             raw.begin()?;
             let new = raw.record(handler.consumer(), message.id.as_str(), now_millis())?;
@@ -89,7 +90,7 @@ impl InboxUnderTest for MintedId {
     fn name(&self) -> String {
         "id minted on receipt".into()
     }
-    fn open(&self, fixture: &Fixture) -> Box<dyn Inbox> {
+    fn open(&self, fixture: &Fixture) -> Box<dyn Inbox<Handlers>> {
         one_at_a_time(fixture, |raw, handler, message| {
             let minted = MINTED.fetch_add(1, Ordering::Relaxed);
             let received = Message {
@@ -112,7 +113,7 @@ impl InboxUnderTest for AttemptsCountedInside {
     fn name(&self) -> String {
         "attempts counted inside the rolled-back transaction".into()
     }
-    fn open(&self, fixture: &Fixture) -> Box<dyn Inbox> {
+    fn open(&self, fixture: &Fixture) -> Box<dyn Inbox<Handlers>> {
         one_at_a_time(fixture, |raw, handler, message| {
             let (consumer, id) = (handler.consumer(), message.id.as_str());
             raw.begin()?;
@@ -151,7 +152,7 @@ impl InboxUnderTest for RemembersInMemory {
     fn name(&self) -> String {
         "processed ids remembered in memory".into()
     }
-    fn open(&self, fixture: &Fixture) -> Box<dyn Inbox> {
+    fn open(&self, fixture: &Fixture) -> Box<dyn Inbox<Handlers>> {
         let database = fixture.identity();
         one_at_a_time(fixture, move |raw, handler, message| {
             let (consumer, id) = (handler.consumer(), message.id.as_str());
@@ -177,9 +178,9 @@ impl InboxUnderTest for RemembersInMemory {
 /// never stored. Caught only by the failed-commit scenario.
 pub struct IgnoresFailedCommit;
 
-struct ReportsAppliedAnyway(Box<dyn Inbox>);
+struct ReportsAppliedAnyway(Box<dyn Inbox<Handlers>>);
 
-impl Inbox for ReportsAppliedAnyway {
+impl Inbox<Handlers> for ReportsAppliedAnyway {
     fn deliver_batch(&mut self, batch: &[Delivery<'_>]) -> Result<Vec<Outcome>, StorageError> {
         Ok(self
             .0
@@ -192,7 +193,7 @@ impl InboxUnderTest for IgnoresFailedCommit {
     fn name(&self) -> String {
         "failed commit reported as applied".into()
     }
-    fn open(&self, fixture: &Fixture) -> Box<dyn Inbox> {
+    fn open(&self, fixture: &Fixture) -> Box<dyn Inbox<Handlers>> {
         Box::new(ReportsAppliedAnyway(RealInbox::BATCHED.open(fixture)))
     }
 }

@@ -2,6 +2,7 @@
 //! step changed, so that the poison scenario sees exactly that step.
 
 use {{crate_name}}::handlers::BorrowedHandler;
+use {{crate_name}}::handlers::Handlers;
 use {{crate_name}}::inbox::{
     DeadLetter, DeadLetters, Delivery, Inbox, Outcome, Policy, StorageError,
 };
@@ -33,7 +34,7 @@ struct ForgetsInboxRow {
     raw: Box<dyn Raw>,
 }
 
-impl Inbox for ForgetsInboxRow {
+impl Inbox<Handlers> for ForgetsInboxRow {
     fn deliver_batch(&mut self, batch: &[Delivery<'_>]) -> Result<Vec<Outcome>, StorageError> {
         let outcomes = self.inner.deliver_batch(batch)?;
         for (delivery, outcome) in batch.iter().zip(&outcomes) {
@@ -46,7 +47,7 @@ impl Inbox for ForgetsInboxRow {
     }
 }
 
-impl DeadLetters for ForgetsInboxRow {
+impl DeadLetters<Handlers> for ForgetsInboxRow {
     fn dead_letters(&mut self) -> Result<Vec<DeadLetter>, StorageError> {
         self.inner.dead_letters()
     }
@@ -85,13 +86,13 @@ struct DropsOnRedrive {
     raw: Box<dyn Raw>,
 }
 
-impl Inbox for DropsOnRedrive {
+impl Inbox<Handlers> for DropsOnRedrive {
     fn deliver_batch(&mut self, batch: &[Delivery<'_>]) -> Result<Vec<Outcome>, StorageError> {
         self.inner.deliver_batch(batch)
     }
 }
 
-impl DeadLetters for DropsOnRedrive {
+impl DeadLetters<Handlers> for DropsOnRedrive {
     fn dead_letters(&mut self) -> Result<Vec<DeadLetter>, StorageError> {
         self.inner.dead_letters()
     }
@@ -128,7 +129,7 @@ struct RecountsDeliveries {
     recount: fn(u32) -> u32,
 }
 
-impl Inbox for RecountsDeliveries {
+impl Inbox<Handlers> for RecountsDeliveries {
     fn deliver_batch(&mut self, batch: &[Delivery<'_>]) -> Result<Vec<Outcome>, StorageError> {
         let recounted: Vec<Delivery<'_>> = batch
             .iter()
@@ -194,17 +195,17 @@ impl DeadLettersUnderTest for ParksOneEarly {
 /// A broken inbox with the real dead letters beside it, for mistakes made
 /// in delivering (the dead letters it writes, if any, are its own).
 struct WithRealLetters {
-    inbox: Box<dyn Inbox>,
+    inbox: Box<dyn Inbox<Handlers>>,
     letters: Box<dyn InboxWithLetters>,
 }
 
-impl Inbox for WithRealLetters {
+impl Inbox<Handlers> for WithRealLetters {
     fn deliver_batch(&mut self, batch: &[Delivery<'_>]) -> Result<Vec<Outcome>, StorageError> {
         self.inbox.deliver_batch(batch)
     }
 }
 
-impl DeadLetters for WithRealLetters {
+impl DeadLetters<Handlers> for WithRealLetters {
     fn dead_letters(&mut self) -> Result<Vec<DeadLetter>, StorageError> {
         self.letters.dead_letters()
     }

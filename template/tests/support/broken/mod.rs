@@ -40,6 +40,7 @@ pub use pipeline::*;
 pub use purges::*;
 
 use {{crate_name}}::handlers::BorrowedHandler;
+use {{crate_name}}::handlers::Handlers;
 use {{crate_name}}::inbox::{Delivery, Inbox, Outcome, StorageError};
 use {{crate_name}}::message::Message;
 
@@ -70,7 +71,7 @@ pub struct OneAtATime<F> {
     deliver: F,
 }
 
-impl<F> Inbox for OneAtATime<F>
+impl<F> Inbox<Handlers> for OneAtATime<F>
 where
     F: FnMut(&mut dyn Raw, &BorrowedHandler<'_>, &Message) -> Result<Outcome, StorageError> + Send,
 {
@@ -87,7 +88,7 @@ where
     }
 }
 
-pub fn one_at_a_time<F>(fixture: &Fixture, deliver: F) -> Box<dyn Inbox>
+pub fn one_at_a_time<F>(fixture: &Fixture, deliver: F) -> Box<dyn Inbox<Handlers>>
 where
     F: FnMut(&mut dyn Raw, &BorrowedHandler<'_>, &Message) -> Result<Outcome, StorageError>
         + Send
@@ -155,7 +156,7 @@ impl InboxUnderTest for WithSchema {
     fn prepare(&self, fixture: &Fixture) {
         fixture.execute(self.patch);
     }
-    fn open(&self, fixture: &Fixture) -> Box<dyn Inbox> {
+    fn open(&self, fixture: &Fixture) -> Box<dyn Inbox<Handlers>> {
         RealInbox::BATCHED.open(fixture)
     }
 }

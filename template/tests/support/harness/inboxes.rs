@@ -4,6 +4,7 @@
 
 use {{crate_name}}::event::Event;
 use {{crate_name}}::handler::{Handler, HandlerError, SetBased, Subscriber};
+use {{crate_name}}::handlers::Handlers;
 use {{crate_name}}::handlers::{BorrowedHandler, Tables};
 use {{crate_name}}::inbox::{
     DeadLetter, DeadLetters, Delivery, Inbox, Outcome, Policy, StorageError,
@@ -21,7 +22,7 @@ pub trait InboxUnderTest: Sync {
     /// a schema of their own. The real schema is already in place.
     fn prepare(&self, _fixture: &Fixture) {}
     /// A new connection for one worker.
-    fn open(&self, fixture: &Fixture) -> Box<dyn Inbox>;
+    fn open(&self, fixture: &Fixture) -> Box<dyn Inbox<Handlers>>;
 }
 
 /// The inbox this crate ships, delivering `batch_size` messages per
@@ -83,7 +84,7 @@ impl InboxUnderTest for RealInbox {
         )
     }
 
-    fn open(&self, fixture: &Fixture) -> Box<dyn Inbox> {
+    fn open(&self, fixture: &Fixture) -> Box<dyn Inbox<Handlers>> {
         let policy = Policy {
             max_attempts: self.max_attempts,
         };
@@ -103,7 +104,7 @@ struct Batching<I> {
     batch_size: usize,
 }
 
-impl<I: Inbox> Inbox for Batching<I> {
+impl<I: Inbox<Handlers>> Inbox<Handlers> for Batching<I> {
     fn deliver_batch(&mut self, batch: &[Delivery<'_>]) -> Result<Vec<Outcome>, StorageError> {
         let mut outcomes = Vec::with_capacity(batch.len());
         for chunk in batch.chunks(self.batch_size) {
@@ -119,7 +120,7 @@ pub struct OnPath<I: ?Sized> {
     pub path: Path,
 }
 
-impl<I: InboxWithLetters + ?Sized> Inbox for OnPath<I> {
+impl<I: InboxWithLetters + ?Sized> Inbox<Handlers> for OnPath<I> {
     fn deliver_batch(&mut self, batch: &[Delivery<'_>]) -> Result<Vec<Outcome>, StorageError> {
         if self.path == Path::SetBased {
             return self.inner.deliver_batch(batch);
@@ -138,7 +139,7 @@ impl<I: InboxWithLetters + ?Sized> Inbox for OnPath<I> {
     }
 }
 
-impl<I: InboxWithLetters + ?Sized> DeadLetters for OnPath<I> {
+impl<I: InboxWithLetters + ?Sized> DeadLetters<Handlers> for OnPath<I> {
     fn dead_letters(&mut self) -> Result<Vec<DeadLetter>, StorageError> {
         self.inner.dead_letters()
     }
@@ -198,9 +199,9 @@ impl<'t> SetBased<Event, dyn Tables + 't> for FailsSetBased<'_> {
 }
 
 /// An inbox together with its dead letters (what the real inbox is).
-pub trait InboxWithLetters: Inbox + DeadLetters {}
+pub trait InboxWithLetters: Inbox<Handlers> + DeadLetters<Handlers> {}
 
-impl<T: Inbox + DeadLetters + ?Sized> InboxWithLetters for T {}
+impl<T: Inbox<Handlers> + DeadLetters<Handlers> + ?Sized> InboxWithLetters for T {}
 
 /// An inbox and its dead letters under test, for the poison scenario: the
 /// real one, or a broken one.

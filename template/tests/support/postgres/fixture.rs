@@ -15,6 +15,7 @@
 //! key's patch) is dropped. Slots stay on the server between runs, as many
 //! as fixtures ever lived at once; drop them whenever you like.
 
+use {{crate_name}}::handlers::Handlers;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -504,13 +505,13 @@ struct Borrowed {
     home: Arc<Mutex<Option<Slot>>>,
 }
 
-impl Inbox for Borrowed {
+impl Inbox<Handlers> for Borrowed {
     fn deliver_batch(&mut self, batch: &[Delivery<'_>]) -> Result<Vec<Outcome>, StorageError> {
         self.inbox.as_mut().expect("lent").deliver_batch(batch)
     }
 }
 
-impl DeadLetters for Borrowed {
+impl DeadLetters<Handlers> for Borrowed {
     fn dead_letters(&mut self) -> Result<Vec<DeadLetter>, StorageError> {
         self.inbox.as_mut().expect("lent").dead_letters()
     }

@@ -2,6 +2,7 @@
 //! PostgreSQL's SQL: each with the scenario that must catch it (see
 //! `teeth`).
 
+use {{crate_name}}::handlers::Handlers;
 use postgres::error::SqlState;
 
 use {{crate_name}}::handlers::BorrowedHandler;
@@ -144,7 +145,7 @@ pub struct UniqueViolationWithoutSavepoint;
 
 struct NoSavepoint(PgRaw);
 
-impl Inbox for NoSavepoint {
+impl Inbox<Handlers> for NoSavepoint {
     fn deliver_batch(&mut self, batch: &[Delivery<'_>]) -> Result<Vec<Outcome>, StorageError> {
         self.0.begin()?;
         let mut outcomes = Vec::new();
@@ -173,7 +174,7 @@ impl InboxUnderTest for UniqueViolationWithoutSavepoint {
     fn name(&self) -> String {
         "unique violation caught without a savepoint".into()
     }
-    fn open(&self, fixture: &Fixture) -> Box<dyn Inbox> {
+    fn open(&self, fixture: &Fixture) -> Box<dyn Inbox<Handlers>> {
         Box::new(NoSavepoint(PgRaw::new(
             fixture.database().connect().expect("connect"),
         )))
@@ -189,7 +190,7 @@ impl InboxUnderTest for SelectForUpdateFirst {
     fn name(&self) -> String {
         "SELECT ... FOR UPDATE before the insert".into()
     }
-    fn open(&self, fixture: &Fixture) -> Box<dyn Inbox> {
+    fn open(&self, fixture: &Fixture) -> Box<dyn Inbox<Handlers>> {
         Box::new(ForUpdate(PgRaw::new(
             fixture.database().connect().expect("connect"),
         )))
@@ -224,7 +225,7 @@ impl ForUpdate {
     }
 }
 
-impl Inbox for ForUpdate {
+impl Inbox<Handlers> for ForUpdate {
     fn deliver_batch(&mut self, batch: &[Delivery<'_>]) -> Result<Vec<Outcome>, StorageError> {
         Ok(batch
             .iter()
@@ -247,7 +248,7 @@ impl InboxUnderTest for OnConflictResultIgnored {
     fn name(&self) -> String {
         "ON CONFLICT DO NOTHING result ignored".into()
     }
-    fn open(&self, fixture: &Fixture) -> Box<dyn Inbox> {
+    fn open(&self, fixture: &Fixture) -> Box<dyn Inbox<Handlers>> {
         one_at_a_time(fixture, |raw, handler, message| {
             raw.begin()?;
             let _claimed = raw.record(handler.consumer(), message.id.as_str(), now_millis())?;
@@ -311,7 +312,7 @@ impl TwoConnections {
     }
 }
 
-impl Inbox for TwoConnections {
+impl Inbox<Handlers> for TwoConnections {
     fn deliver_batch(&mut self, batch: &[Delivery<'_>]) -> Result<Vec<Outcome>, StorageError> {
         batch
             .iter()
@@ -324,7 +325,7 @@ impl InboxUnderTest for ClaimOnItsOwnConnection {
     fn name(&self) -> String {
         "inbox row claimed on a connection of its own".into()
     }
-    fn open(&self, fixture: &Fixture) -> Box<dyn Inbox> {
+    fn open(&self, fixture: &Fixture) -> Box<dyn Inbox<Handlers>> {
         let connect = || PgRaw::new(fixture.database().connect().expect("connect"));
         Box::new(TwoConnections {
             claims: connect(),

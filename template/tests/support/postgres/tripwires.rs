@@ -3,6 +3,7 @@
 //! fails, a claim held by another transaction, a connection that does not
 //! wait for locks.
 
+use {{crate_name}}::handlers::Handlers;
 use std::time::Duration;
 
 use postgres::Client;
@@ -309,7 +310,7 @@ impl Fixture {
     }
 
     /// The real inbox, giving up on a lock after `wait` (`lock_timeout`).
-    pub fn impatient_inbox(&self, policy: Policy, wait: Duration) -> Box<dyn Inbox> {
+    pub fn impatient_inbox(&self, policy: Policy, wait: Duration) -> Box<dyn Inbox<Handlers>> {
         let mut inbox = self.database().inbox(policy).expect("open inbox");
         inbox
             .client()

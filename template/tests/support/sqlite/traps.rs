@@ -2,6 +2,7 @@
 //! SQL: each with the scenario that must catch it (see `teeth`).
 
 use {{crate_name}}::handlers::BorrowedHandler;
+use {{crate_name}}::handlers::Handlers;
 use {{crate_name}}::inbox::{Delivery, Inbox, Outcome, StorageError};
 use {{crate_name}}::message::Message;
 
@@ -155,7 +156,7 @@ impl Deferred {
     }
 }
 
-impl Inbox for Deferred {
+impl Inbox<Handlers> for Deferred {
     fn deliver_batch(&mut self, batch: &[Delivery<'_>]) -> Result<Vec<Outcome>, StorageError> {
         Ok(batch
             .iter()
@@ -173,7 +174,7 @@ impl InboxUnderTest for DeferredCheck {
     fn name(&self) -> String {
         "deferred BEGIN".into()
     }
-    fn open(&self, fixture: &Fixture) -> Box<dyn Inbox> {
+    fn open(&self, fixture: &Fixture) -> Box<dyn Inbox<Handlers>> {
         Box::new(Deferred(SqliteRaw::new(
             fixture.database().connect().expect("connect"),
         )))
@@ -196,7 +197,7 @@ pub struct CarriesOnAfterRollback;
 
 struct CarriesOn(SqliteRaw);
 
-impl Inbox for CarriesOn {
+impl Inbox<Handlers> for CarriesOn {
     fn deliver_batch(&mut self, batch: &[Delivery<'_>]) -> Result<Vec<Outcome>, StorageError> {
         self.0.begin()?;
         let mut outcomes = Vec::with_capacity(batch.len());
@@ -237,7 +238,7 @@ impl InboxUnderTest for CarriesOnAfterRollback {
     fn name(&self) -> String {
         "carries on after the transaction ended".into()
     }
-    fn open(&self, fixture: &Fixture) -> Box<dyn Inbox> {
+    fn open(&self, fixture: &Fixture) -> Box<dyn Inbox<Handlers>> {
         Box::new(CarriesOn(SqliteRaw::new(
             fixture.database().connect().expect("connect"),
         )))

@@ -3,6 +3,7 @@
 //! fails (or ends the whole transaction, which SQLite can do), a claim held
 //! by another transaction, a connection that does not wait for locks.
 
+use {{crate_name}}::handlers::Handlers;
 use std::time::Duration;
 
 use rusqlite::Connection;
@@ -223,7 +224,7 @@ impl Fixture {
     }
 
     /// The real inbox, giving up on a lock after `wait`.
-    pub fn impatient_inbox(&self, policy: Policy, wait: Duration) -> Box<dyn Inbox> {
+    pub fn impatient_inbox(&self, policy: Policy, wait: Duration) -> Box<dyn Inbox<Handlers>> {
         let settings = Settings {
             lock_wait: wait,
             ..Settings::default()

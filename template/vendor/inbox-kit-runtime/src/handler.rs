@@ -68,6 +68,25 @@ pub trait SetBased<E, T: ?Sized>: Send + Sync {
     fn apply_all(&self, tables: &mut T, messages: &[&Message<E>]) -> Result<(), HandlerError>;
 }
 
+/// What a project registers with the runtime: its events, and the object
+/// its handlers are held as (`dyn for<'t> Handler<Event, dyn Tables + 't>`,
+/// allowed to borrow for `'a`), with how to ask one for its set-based
+/// path.
+///
+/// The runtime cannot name that object itself: its tables are the
+/// project's, behind a lifetime of their own. So a project implements this
+/// once, on a type of its own that stands for its handlers, and the
+/// runtime's [`Delivery`](crate::delivery::Delivery) and
+/// [`Inbox`](crate::delivery::Inbox) are generic over it.
+pub trait Registry: 'static {
+    /// The project's event type.
+    type Event;
+    /// A registered handler, borrowing for `'a` at most.
+    type Handler<'a>: ?Sized + Subscriber<Self::Event> + 'a;
+    /// Whether `handler` has a set-based path ([`Handler::set_based`]).
+    fn has_set_based(handler: &Self::Handler<'_>) -> bool;
+}
+
 /// Any error a handler wants to report. Returning one rolls the whole
 /// delivery back, inbox record included, so a redelivery tries again
 /// (up to the policy's attempts), unless it is a [`Refused`].

@@ -13,10 +13,13 @@
 //! * [`inbox`]: what the inbox decides for each delivery whatever the
 //!   database: what a handler's result (or panic) means, the outcome,
 //!   when a failing message is given up on;
+//! * [`delivery`]: the seam between a consumer and its database: one
+//!   delivery, and the traits each database's inbox and dead letters
+//!   implement, generic over the project's [`handler::Registry`];
 //! * [`steps`]: which deliveries of a batch go through a handler's
 //!   set-based path together, and which alone;
 //! * [`handler`]: the `Handler` trait, generic over the project's events
-//!   and tables, and what every handler shares: its error, its refusal,
+//!   and tables, what a project registers (`Registry`), and what every handler shares: its error, its refusal,
 //!   the rules for a consumer's name, and picking consumers by name;
 //! * [`storage`]: a database error sorted into a fault, so that the inbox
 //!   can tell a database in trouble (nothing is held against the message)
@@ -29,6 +32,7 @@
 //!   so tests and scripts follow a run without racing it;
 //! * [`stop`]: ending a run gracefully on a signal.
 
+pub mod delivery;
 pub mod handler;
 pub mod inbox;
 pub mod lines;

@@ -39,6 +39,7 @@ pub use storage::*;
 pub use twice::*;
 
 use {{crate_name}}::handlers::BorrowedHandler;
+use {{crate_name}}::handlers::Handlers;
 use {{crate_name}}::inbox::{Delivery, Inbox};
 use {{crate_name}}::message::Message;
 use {{crate_name}}::pipeline::Summary;
@@ -55,7 +56,7 @@ use crate::support::database::Fixture;
 /// storage error counts every delivery of the batch as failed: nothing of
 /// it may be acknowledged.
 pub fn deliver_all(
-    inbox: &mut dyn Inbox,
+    inbox: &mut dyn Inbox<Handlers>,
     handler: &BorrowedHandler<'_>,
     messages: &[Message],
 ) -> Summary {
@@ -126,7 +127,7 @@ pub struct Fault<'a> {
 pub fn play_through_fault<S: Subject>(
     subject: &S,
     fixture: &Fixture,
-    worker: &mut dyn Inbox,
+    worker: &mut dyn Inbox<Handlers>,
     fault: Fault<'_>,
     lift: impl FnOnce(),
 ) -> Play<S::State> {
@@ -152,7 +153,7 @@ pub fn play_through_fault<S: Subject>(
 /// and of the second's. A storage error counts every delivery of the batch
 /// as failed.
 pub fn deliver_mixed(
-    inbox: &mut dyn Inbox,
+    inbox: &mut dyn Inbox<Handlers>,
     pairs: &[(&BorrowedHandler<'_>, &Message)],
 ) -> [Summary; 2] {
     let first = pairs.first().map(|(handler, _)| handler.consumer());

@@ -15,6 +15,7 @@
 //! The first attempt at two messages fails, and whatever was settled
 //! `Retry` is delivered again afterwards, as a broker would.
 
+use {{crate_name}}::handlers::Handlers;
 use std::collections::{BTreeMap, HashSet};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -140,14 +141,14 @@ impl SourceUnderTest for RealSource {
 
 /// The real inbox, recording which worker delivered what.
 struct Recording {
-    inner: Box<dyn Inbox>,
+    inner: Box<dyn Inbox<Handlers>>,
     worker: usize,
     log: Arc<Mutex<Vec<(usize, String)>>>,
     /// The scenario it delivers for (the pipeline's threads are its own).
     context: Option<hangs::Context>,
 }
 
-impl Inbox for Recording {
+impl Inbox<Handlers> for Recording {
     fn deliver_batch(&mut self, batch: &[Delivery<'_>]) -> Result<Vec<Outcome>, StorageError> {
         let mut log = self.log.lock().expect("routing log");
         log.extend(

@@ -6,6 +6,7 @@
 //! again leaves the dead letter exactly as it was; one with the cause
 //! fixed applies the message once and removes the dead letter.
 
+use {{crate_name}}::handlers::Handlers;
 use std::collections::HashSet;
 
 use {{crate_name}}::event::Event;
@@ -84,7 +85,7 @@ pub fn play_dead_letters<S: Subject>(
 }
 
 fn redrive(
-    inbox: &mut dyn DeadLetters,
+    inbox: &mut dyn DeadLetters<Handlers>,
     handler: &{{crate_name}}::handlers::BorrowedHandler<'_>,
     message: &Message,
 ) -> Outcome {

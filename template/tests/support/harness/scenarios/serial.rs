@@ -28,6 +28,7 @@
 //!   then kept up to date in Rust) goes stale as soon as the other process
 //!   applies a message, and lets the next one through.
 
+use {{crate_name}}::handlers::Handlers;
 use std::io::{BufRead, BufReader, Write};
 use std::process::Stdio;
 use std::sync::{Barrier, Condvar, Mutex};
@@ -313,7 +314,7 @@ pub fn rules_across_messages<S: Subject>(
 /// side, the second process's at the same moment. Returns the outcomes
 /// here and there.
 fn at_once(
-    workers: &mut [Box<dyn Inbox>],
+    workers: &mut [Box<dyn Inbox<Handlers>>],
     handler: &BorrowedHandler<'_>,
     fixture: &Fixture,
     local: &[Message],
@@ -370,7 +371,7 @@ fn at_once(
 
 /// One round in turns: a message here, one there, and so on.
 fn in_turns(
-    workers: &mut [Box<dyn Inbox>],
+    workers: &mut [Box<dyn Inbox<Handlers>>],
     handler: &BorrowedHandler<'_>,
     local: &[Message],
     remote: usize,

@@ -5,6 +5,7 @@
 //! without a dead letter, and without calling anything a duplicate; the
 //! redelivery applies each message once.
 
+use {{crate_name}}::handlers::Handlers;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -165,7 +166,7 @@ fn nothing_held_against<S: Subject>(
 /// broken one.
 pub trait ImpatientUnderTest: Sync {
     fn name(&self) -> String;
-    fn open(&self, fixture: &Fixture, policy: Policy, wait: Duration) -> Box<dyn Inbox>;
+    fn open(&self, fixture: &Fixture, policy: Policy, wait: Duration) -> Box<dyn Inbox<Handlers>>;
 }
 
 /// The real inbox, impatient.
@@ -175,7 +176,7 @@ impl ImpatientUnderTest for RealImpatient {
     fn name(&self) -> String {
         "real inbox".into()
     }
-    fn open(&self, fixture: &Fixture, policy: Policy, wait: Duration) -> Box<dyn Inbox> {
+    fn open(&self, fixture: &Fixture, policy: Policy, wait: Duration) -> Box<dyn Inbox<Handlers>> {
         fixture.impatient_inbox(policy, wait)
     }
 }
