@@ -27,7 +27,6 @@
 #[path = "../tests/support/mod.rs"]
 mod support;
 
-use {{crate_name}}::handlers::Handlers;
 use std::fs::File;
 use std::io::{BufWriter, Read, Write};
 use std::path::Path;
@@ -38,7 +37,7 @@ use std::time::{Duration, Instant};
 
 use indicatif::ProgressBar;
 
-use {{crate_name}}::handlers::{AnyHandler, Debit};
+use {{crate_name}}::handlers::{AnyHandler, Debit, Handlers};
 use {{crate_name}}::inbox::{Delivery, Inbox, Outcome, Policy, StorageError};
 use {{crate_name}}::meter::Unmetered;
 use {{crate_name}}::metrics::Metrics;

@@ -6,10 +6,9 @@
 //! handlers' tables and retention. Swapping databases means writing that
 //! module again, and nothing else.
 
-use crate::handlers::Handlers;
 use std::time::Duration;
 
-use crate::handlers::Tables;
+use crate::handlers::{Handlers, Tables};
 use crate::inbox::{DeadLetters, Inbox, Policy, StorageError};
 use crate::relay;
 

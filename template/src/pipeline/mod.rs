@@ -27,7 +27,6 @@ mod summary;
 
 pub use summary::Summary;
 
-use crate::handlers::Handlers;
 use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -36,7 +35,7 @@ use anyhow::Context;
 use crossbeam_channel::{Receiver, Sender};
 use tracing::Span;
 
-use crate::handlers::AnyHandler;
+use crate::handlers::{AnyHandler, Handlers};
 use crate::inbox::{Delivery, Inbox, Outcome, StorageError};
 use crate::message::Message;
 use crate::meter::{BatchEnd, Meter, Unmetered};

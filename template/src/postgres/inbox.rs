@@ -20,7 +20,6 @@
 //! failed delivery. A connection the server dropped is reopened at the
 //! next batch.
 
-use crate::handlers::Handlers;
 use std::collections::HashSet;
 use std::time::{Duration, SystemTime};
 
@@ -29,7 +28,7 @@ use postgres::Statement;
 use super::poison::{self, PoisonStatements};
 use super::tables::{PgTables, TableStatements};
 use super::{Database, Exec, Pipelined};
-use crate::handlers::BorrowedHandler;
+use crate::handlers::{BorrowedHandler, Handlers};
 use crate::inbox::{
     DeadLetter, DeadLetters, Delivery, Failure, Inbox, Outcome, Policy, Step, StorageError,
     StorageFault, run_handler, run_set_based, steps, unix_millis,

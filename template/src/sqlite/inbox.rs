@@ -7,7 +7,6 @@
 //! own delivery (its inbox row included) and the rest of the batch commits;
 //! the failure is then counted outside that savepoint (see `poison.rs`).
 
-use crate::handlers::Handlers;
 use std::time::SystemTime;
 
 use inbox_kit_runtime::storage::sqlite::is_duplicate_key;
@@ -15,7 +14,7 @@ use rusqlite::{CachedStatement, Connection, TransactionBehavior};
 
 use super::poison;
 use super::tables::SqliteTables;
-use crate::handlers::BorrowedHandler;
+use crate::handlers::{BorrowedHandler, Handlers};
 use crate::inbox::{
     DeadLetter, DeadLetters, Delivery, Failure, Inbox, Outcome, Policy, Step, StorageError,
     StorageFault, run_handler, run_set_based, steps, unix_millis,

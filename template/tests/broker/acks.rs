@@ -2,7 +2,6 @@
 //! An acknowledgement that never arrives, a batch the database refused, a
 //! handler slower than the ack wait: each ends in the once-only state.
 
-use {{crate_name}}::handlers::Handlers;
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -12,7 +11,7 @@ use crossbeam_channel::Sender;
 
 use {{crate_name}}::event::Event;
 use {{crate_name}}::handler::{Handler, HandlerError, Subscriber};
-use {{crate_name}}::handlers::{AnyHandler, Debit, Notify, Tables};
+use {{crate_name}}::handlers::{AnyHandler, Debit, Handlers, Notify, Tables};
 use {{crate_name}}::inbox::{Delivery, Inbox, Outcome, Policy, StorageError, StorageFault};
 use {{crate_name}}::message::Message;
 use {{crate_name}}::source::{Incoming, Source, Stop};

@@ -22,12 +22,11 @@
 #[path = "../support/mod.rs"]
 mod support;
 
-use {{crate_name}}::handlers::Handlers;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use {{crate_name}}::handlers::AnyHandler;
+use {{crate_name}}::handlers::{AnyHandler, Handlers};
 use {{crate_name}}::inbox::{Inbox, StorageError};
 use {{crate_name}}::pipeline::{self, Report};
 use {{crate_name}}::source::{Source, Stop};

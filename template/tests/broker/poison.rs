@@ -4,12 +4,11 @@
 //! keeps dying on, without a failure ever counted, is parked by its
 //! delivery count.
 
-use {{crate_name}}::handlers::Handlers;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use {{crate_name}}::event::{Event, PaymentCaptured};
-use {{crate_name}}::handlers::{AnyHandler, Debit};
+use {{crate_name}}::handlers::{AnyHandler, Debit, Handlers};
 use {{crate_name}}::inbox::{
     DeadLetters, Delivery, Inbox, Outcome, Policy, StorageError, StorageFault,
 };

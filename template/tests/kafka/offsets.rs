@@ -3,14 +3,13 @@
 //! (however many later messages committed); a storage outage commits
 //! nothing.
 
-use {{crate_name}}::handlers::Handlers;
 use std::collections::HashSet;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 use {{crate_name}}::event::Event;
 use {{crate_name}}::handler::{Handler, HandlerError, Subscriber};
-use {{crate_name}}::handlers::{AnyHandler, Debit, Tables};
+use {{crate_name}}::handlers::{AnyHandler, Debit, Handlers, Tables};
 use {{crate_name}}::inbox::{Delivery, Inbox, Outcome, Policy, StorageError, StorageFault};
 use {{crate_name}}::message::Message;
 

@@ -2,7 +2,6 @@
 //! line says, while a run goes on and when it ends; exporters that miscount
 //! are caught by the same check.
 
-use {{crate_name}}::handlers::Handlers;
 use std::io::{BufRead, BufReader, Cursor, Lines, Write};
 use std::process::{ChildStderr, Command, Stdio};
 use std::sync::Arc;
@@ -12,6 +11,7 @@ use std::time::Instant;
 use indicatif::ProgressBar;
 
 use {{crate_name}}::handlers;
+use {{crate_name}}::handlers::Handlers;
 use {{crate_name}}::inbox::{Delivery, Inbox, Outcome, StorageError, StorageFault};
 use {{crate_name}}::meter::Meter;
 use {{crate_name}}::metrics::Metrics;

@@ -3,10 +3,9 @@
 //! statement timeout, a lost connection or a full disk is not the
 //! message's fault; it must fail the batch and nothing else.
 
-use {{crate_name}}::handlers::Handlers;
 use std::time::Duration;
 
-use {{crate_name}}::handlers::BorrowedHandler;
+use {{crate_name}}::handlers::{BorrowedHandler, Handlers};
 use {{crate_name}}::inbox::{DeadLetter, Delivery, Inbox, Outcome, Policy, StorageError};
 use {{crate_name}}::message::Message;
 

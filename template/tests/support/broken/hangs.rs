@@ -5,9 +5,9 @@
 //! in a test process of its own, since ending that process is how a hang
 //! fails.
 
-use {{crate_name}}::handlers::Handlers;
 use std::sync::{Arc, Condvar, Mutex};
 
+use {{crate_name}}::handlers::Handlers;
 use {{crate_name}}::inbox::{Inbox, Outcome};
 
 use super::{apply_and_commit, insert_first, one_at_a_time};

@@ -1,9 +1,9 @@
 //! Ids "cleaned up" before they are compared: each merges messages that
 //! differ, and loses all but one of them.
 
-use {{crate_name}}::handlers::Handlers;
 use unicode_normalization::UnicodeNormalization;
 
+use {{crate_name}}::handlers::Handlers;
 use {{crate_name}}::inbox::{Delivery, Inbox, Outcome, StorageError};
 use {{crate_name}}::message::{Message, MessageId};
 

@@ -1,10 +1,10 @@
 //! Mistakes in the duplicate check itself.
 
-use {{crate_name}}::handlers::Handlers;
 use std::collections::HashSet;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use {{crate_name}}::handlers::Handlers;
 use {{crate_name}}::inbox::{Delivery, Inbox, Outcome, StorageError};
 use {{crate_name}}::message::{Message, MessageId};
 

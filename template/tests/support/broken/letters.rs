@@ -1,8 +1,7 @@
 //! Mistakes with dead letters and redrive. Each is the real inbox with one
 //! step changed, so that the poison scenario sees exactly that step.
 
-use {{crate_name}}::handlers::BorrowedHandler;
-use {{crate_name}}::handlers::Handlers;
+use {{crate_name}}::handlers::{BorrowedHandler, Handlers};
 use {{crate_name}}::inbox::{
     DeadLetter, DeadLetters, Delivery, Inbox, Outcome, Policy, StorageError,
 };

@@ -39,8 +39,7 @@ pub use meters::*;
 pub use pipeline::*;
 pub use purges::*;
 
-use {{crate_name}}::handlers::BorrowedHandler;
-use {{crate_name}}::handlers::Handlers;
+use {{crate_name}}::handlers::{BorrowedHandler, Handlers};
 use {{crate_name}}::inbox::{Delivery, Inbox, Outcome, StorageError};
 use {{crate_name}}::message::Message;
 

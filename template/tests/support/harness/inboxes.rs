@@ -4,8 +4,7 @@
 
 use {{crate_name}}::event::Event;
 use {{crate_name}}::handler::{Handler, HandlerError, SetBased, Subscriber};
-use {{crate_name}}::handlers::Handlers;
-use {{crate_name}}::handlers::{BorrowedHandler, Tables};
+use {{crate_name}}::handlers::{BorrowedHandler, Handlers, Tables};
 use {{crate_name}}::inbox::{
     DeadLetter, DeadLetters, Delivery, Inbox, Outcome, Policy, StorageError,
 };

@@ -15,7 +15,6 @@
 //! key's patch) is dropped. Slots stay on the server between runs, as many
 //! as fixtures ever lived at once; drop them whenever you like.
 
-use {{crate_name}}::handlers::Handlers;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -24,7 +23,7 @@ use postgres::Client;
 use {{crate_name}}::database::{
     Database, PgInbox, PgTables, Pipelined, Settings, TableStatements,
 };
-use {{crate_name}}::handlers::{BorrowedHandler, Tables};
+use {{crate_name}}::handlers::{BorrowedHandler, Handlers, Tables};
 use {{crate_name}}::inbox::{
     DeadLetter, DeadLetters, Delivery, Inbox, Outcome, Policy, StorageError,
 };

@@ -2,10 +2,9 @@
 //! PostgreSQL's SQL: each with the scenario that must catch it (see
 //! `teeth`).
 
-use {{crate_name}}::handlers::Handlers;
 use postgres::error::SqlState;
 
-use {{crate_name}}::handlers::BorrowedHandler;
+use {{crate_name}}::handlers::{BorrowedHandler, Handlers};
 use {{crate_name}}::inbox::{Delivery, Inbox, Outcome, StorageError};
 use {{crate_name}}::message::Message;
 

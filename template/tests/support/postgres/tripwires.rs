@@ -3,12 +3,12 @@
 //! fails, a claim held by another transaction, a connection that does not
 //! wait for locks.
 
-use {{crate_name}}::handlers::Handlers;
 use std::time::Duration;
 
 use postgres::Client;
 
 use {{crate_name}}::database::Exec;
+use {{crate_name}}::handlers::Handlers;
 use {{crate_name}}::inbox::{Inbox, Policy};
 use {{crate_name}}::store::Store;
 

@@ -1,8 +1,7 @@
 //! Broken designs that only SQLite has, and broken keys written in SQLite's
 //! SQL: each with the scenario that must catch it (see `teeth`).
 
-use {{crate_name}}::handlers::BorrowedHandler;
-use {{crate_name}}::handlers::Handlers;
+use {{crate_name}}::handlers::{BorrowedHandler, Handlers};
 use {{crate_name}}::inbox::{Delivery, Inbox, Outcome, StorageError};
 use {{crate_name}}::message::Message;
 

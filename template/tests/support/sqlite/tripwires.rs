@@ -3,12 +3,12 @@
 //! fails (or ends the whole transaction, which SQLite can do), a claim held
 //! by another transaction, a connection that does not wait for locks.
 
-use {{crate_name}}::handlers::Handlers;
 use std::time::Duration;
 
 use rusqlite::Connection;
 
 use {{crate_name}}::database::{Database, Settings};
+use {{crate_name}}::handlers::Handlers;
 use {{crate_name}}::inbox::{Inbox, Policy};
 use {{crate_name}}::store::Store;
 

@@ -38,8 +38,7 @@ pub use statements::*;
 pub use storage::*;
 pub use twice::*;
 
-use {{crate_name}}::handlers::BorrowedHandler;
-use {{crate_name}}::handlers::Handlers;
+use {{crate_name}}::handlers::{BorrowedHandler, Handlers};
 use {{crate_name}}::inbox::{Delivery, Inbox};
 use {{crate_name}}::message::Message;
 use {{crate_name}}::pipeline::Summary;

@@ -15,14 +15,13 @@
 //! The first attempt at two messages fails, and whatever was settled
 //! `Retry` is delivered again afterwards, as a broker would.
 
-use {{crate_name}}::handlers::Handlers;
 use std::collections::{BTreeMap, HashSet};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use crossbeam_channel::Sender;
 
-use {{crate_name}}::handlers::AnyHandler;
+use {{crate_name}}::handlers::{AnyHandler, Handlers};
 use {{crate_name}}::inbox::{Delivery, Inbox, Outcome, Policy, StorageError};
 use {{crate_name}}::message::Message;
 use {{crate_name}}::pipeline::{self, ByPartitionKey, Options, Route, Summary};

@@ -6,10 +6,10 @@
 //! again leaves the dead letter exactly as it was; one with the cause
 //! fixed applies the message once and removes the dead letter.
 
-use {{crate_name}}::handlers::Handlers;
 use std::collections::HashSet;
 
 use {{crate_name}}::event::Event;
+use {{crate_name}}::handlers::Handlers;
 use {{crate_name}}::inbox::{DeadLetters, Delivery, Outcome, Policy};
 use {{crate_name}}::message::Message;
 use {{crate_name}}::pipeline::Summary;

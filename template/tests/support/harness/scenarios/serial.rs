@@ -28,7 +28,6 @@
 //!   then kept up to date in Rust) goes stale as soon as the other process
 //!   applies a message, and lets the next one through.
 
-use {{crate_name}}::handlers::Handlers;
 use std::io::{BufRead, BufReader, Write};
 use std::process::Stdio;
 use std::sync::{Barrier, Condvar, Mutex};
@@ -36,7 +35,7 @@ use std::time::Duration;
 
 use {{crate_name}}::event::Event;
 use {{crate_name}}::handler::{Handler, HandlerError, Subscriber};
-use {{crate_name}}::handlers::{BorrowedHandler, Tables};
+use {{crate_name}}::handlers::{BorrowedHandler, Handlers, Tables};
 use {{crate_name}}::inbox::Inbox;
 use {{crate_name}}::message::Message;
 use {{crate_name}}::pipeline::Summary;

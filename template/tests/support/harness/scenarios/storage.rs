@@ -5,13 +5,12 @@
 //! without a dead letter, and without calling anything a duplicate; the
 //! redelivery applies each message once.
 
-use {{crate_name}}::handlers::Handlers;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use {{crate_name}}::event::Event;
 use {{crate_name}}::handler::{Handler, HandlerError, Subscriber};
-use {{crate_name}}::handlers::{AnyHandler, Tables};
+use {{crate_name}}::handlers::{AnyHandler, Handlers, Tables};
 use {{crate_name}}::inbox::{Inbox, Policy, StorageError, StorageFault};
 use {{crate_name}}::message::Message;
 use {{crate_name}}::pipeline::Summary;
