@@ -375,7 +375,7 @@ const COMMON_IDENTIFIERS: [&str; 2] = ["as_str", "with_capacity"];
 /// the template's files and folders, test targets, Claude Code commands,
 /// business tables, Rust items and environment variables. Read from the
 /// template itself, so the list grows with it. The inbox's own tables
-/// (`src/inbox/schema.sql`) are left out: a retrofit creates them too.
+/// (inbox, attempts, dead letters) are left out: a retrofit creates them too.
 /// Test targets named after words of the pattern itself, which any
 /// consumer's code and docs use: only `--test NAME` is the template's.
 const PATTERN_WORDS: &[&str] = &["broker", "relay"];
@@ -401,18 +401,22 @@ fn generated_only_names() -> Vec<GeneratedOnly> {
         };
         fs::read_to_string(path).unwrap_or_default()
     };
-    // The pattern's own tables (inbox, attempts, dead letters) open each
-    // database's schema; its business tables follow, each section headed
-    // by a comment naming its consumer in backticks.
-    let inbox_tables: Vec<String> = ["src/sqlite/schema.sql", "src/postgres/schema.sql"]
-        .iter()
-        .flat_map(|schema| {
-            let text = read(schema);
-            assert!(!text.is_empty(), "{schema} is missing");
-            let business = text.find("\n-- `").unwrap_or(text.len());
-            create_table_names(&text[..business])
-        })
-        .collect();
+    // The pattern's own tables (inbox, attempts, dead letters): the
+    // runtime's schema on SQLite, the opening of the project's on
+    // PostgreSQL, where the business tables follow, each section headed by
+    // a comment naming its consumer in backticks.
+    let inbox_tables: Vec<String> = [
+        "vendor/inbox-kit-runtime/src/sqlite/schema.sql",
+        "src/postgres/schema.sql",
+    ]
+    .iter()
+    .flat_map(|schema| {
+        let text = read(schema);
+        assert!(!text.is_empty(), "{schema} is missing");
+        let business = text.find("\n-- `").unwrap_or(text.len());
+        create_table_names(&text[..business])
+    })
+    .collect();
     for file in &files {
         let parts: Vec<&str> = file.split('/').collect();
         let file_name = parts[parts.len() - 1];

@@ -10,15 +10,15 @@ mod common;
 use std::fs;
 use std::path::Path;
 
-use common::hook::{HANG, Stop, failed_tests, one_at_a_time};
+use common::hook::{HANG, SQLITE_INBOX, Stop, failed_tests, one_at_a_time};
 use common::replay::Edit;
 use common::{cargo, cargo_ok, generate};
 
 /// Breaks the inbox the record-first way: a failed delivery keeps its inbox
 /// row (and its writes), so the redelivery is dropped as a duplicate.
-/// (Move this edit with the inbox if it moves.)
+/// The inbox is the runtime's: the edit is to the project's vendored copy.
 const BREAK_INBOX: Edit = Edit {
-    path: "src/sqlite/inbox.rs",
+    path: SQLITE_INBOX,
     find: "statements.rollback_to.execute([])?;",
     replace: "// rollback removed: the failed delivery stays recorded",
 };
@@ -41,7 +41,7 @@ const OTHER_BREAKS: [Edit; 3] = [
     },
     // Ids folded to lower case before they are recorded.
     Edit {
-        path: "src/sqlite/inbox.rs",
+        path: SQLITE_INBOX,
         find: "    match insert.execute((consumer, id, received_at)) {",
         replace: "    match insert.execute((consumer, id.to_lowercase(), received_at)) {",
     },

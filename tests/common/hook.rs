@@ -211,30 +211,26 @@ pub fn failed_tests(libtest_output: &str) -> Vec<String> {
         .collect()
 }
 
-/// A consumer that hangs: every delivery, on either database, waits inside
-/// its transaction for a signal that never comes. The edit shadows the
-/// runtime's `guarded`, through which the project runs every handler, one
-/// delivery or a set-based run.
+/// A consumer that hangs: every delivery to `debit` applied on its own,
+/// on either database, waits inside its transaction for a signal that
+/// never comes. `debit` is a subject of every required scenario.
 pub const HANG: Edit = Edit {
-    path: "src/inbox/apply.rs",
-    find: "use inbox_kit_runtime::inbox::{Failure, guarded};\n",
-    replace: "use inbox_kit_runtime::inbox::Failure;
-
-fn guarded(
-    apply: impl FnOnce() -> Result<(), crate::handler::HandlerError>,
-) -> Result<Result<(), Failure>, StorageError> {
-    let (_go, signal) = std::sync::mpsc::channel::<()>();
-    let _ = signal.recv();
-    inbox_kit_runtime::inbox::guarded(apply)
-}
+    path: "src/handlers/debit.rs",
+    find: "        let debit = Debited::asked_by(message)?;\n",
+    replace: "        let (_go, signal) = std::sync::mpsc::channel::<()>();
+        let _ = signal.recv();
+        let debit = Debited::asked_by(message)?;
 ",
 };
+
+/// The SQLite inbox, in the project's vendored copy of the runtime.
+pub const SQLITE_INBOX: &str = "vendor/inbox-kit-runtime/src/sqlite/inbox.rs";
 
 /// A consumer that hangs on SQLite: every batch's claims are written again
 /// on a second connection, which waits without limit for the write lock
 /// the batch's own transaction holds.
 const CLAIM_ON_A_SECOND_CONNECTION_SQLITE: Edit = Edit {
-    path: "src/sqlite/inbox.rs",
+    path: SQLITE_INBOX,
     find: "            .transaction_with_behavior(TransactionBehavior::Immediate)?;\n",
     replace: "            .transaction_with_behavior(TransactionBehavior::Immediate)?;
         let second = Connection::open(tx.path().unwrap_or_default())?;
@@ -281,7 +277,7 @@ const CLAIM_ON_A_SECOND_CONNECTION_POSTGRES: [Edit; 2] = [
 /// and a claim on a second connection waiting for its own transaction's
 /// lock (in this project's database).
 pub fn hanging_consumers(root: &Path) -> Vec<(&'static str, Vec<Edit>)> {
-    let second = if root.join("src/sqlite/inbox.rs").exists() {
+    let second = if root.join(SQLITE_INBOX).exists() {
         vec![CLAIM_ON_A_SECOND_CONNECTION_SQLITE]
     } else {
         CLAIM_ON_A_SECOND_CONNECTION_POSTGRES.to_vec()

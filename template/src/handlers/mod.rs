@@ -60,6 +60,10 @@ impl Registry for Handlers {
     fn has_set_based(handler: &BorrowedHandler<'_>) -> bool {
         handler.set_based().is_some()
     }
+
+    fn encode(event: &Event) -> (&'static str, String) {
+        event.encode()
+    }
 }
 
 /// Every consumer this service knows, in a fixed order.

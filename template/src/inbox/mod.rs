@@ -24,14 +24,13 @@
 //!
 //! The seam between the consumer and its database, [`Inbox`] and
 //! [`DeadLetters`], is the runtime's (`inbox_kit_runtime::delivery`), for
-//! this service's [`Handlers`]: it says what an inbox does, and the
-//! database module of this project (see `database.rs`) says how. The test
+//! this service's [`Handlers`]: it says what an inbox does, and each
+//! database's inbox says how (SQLite's is the runtime's too,
+//! `inbox_kit_runtime::sqlite`; PostgreSQL's is still this crate's
+//! `postgres` module). The test
 //! harness plugs known-broken implementations into the same seam to show
 //! that the tests catch them.
 
-mod apply;
-
-pub use apply::{run_handler, run_set_based};
 pub use inbox_kit_runtime::delivery::{DeadLetters, Inbox};
 pub use inbox_kit_runtime::inbox::{
     DeadLetter, FAILED_INDEX, Failure, Outcome, Policy, unix_millis,

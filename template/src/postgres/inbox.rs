@@ -25,13 +25,14 @@ use std::time::{Duration, SystemTime};
 
 use postgres::Statement;
 
+use super::apply::{run_handler, run_set_based};
 use super::poison::{self, PoisonStatements};
 use super::tables::{PgTables, TableStatements};
 use super::{Database, Exec, Pipelined};
 use crate::handlers::{BorrowedHandler, Handlers};
 use crate::inbox::{
     DeadLetter, DeadLetters, Delivery, Failure, Inbox, Outcome, Policy, Step, StorageError,
-    StorageFault, run_handler, run_set_based, steps, unix_millis,
+    StorageFault, steps, unix_millis,
 };
 use crate::message::Message;
 

@@ -16,6 +16,7 @@
 //! the rest of the crate goes through [`Store`],
 //! [`crate::handlers::Tables`] and [`crate::inbox::Inbox`].
 
+mod apply;
 mod inbox;
 mod options;
 mod pipelined;

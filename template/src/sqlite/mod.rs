@@ -3,21 +3,20 @@
 //! [`Database`] is cheap to share; each worker opens its own connection
 //! with [`Store::inbox`]. All connections see one file, so SQLite's
 //! single-writer lock is what workers contend for; every transaction that
-//! writes begins with `BEGIN IMMEDIATE` (see `inbox.rs`).
+//! writes begins with `BEGIN IMMEDIATE`. The inbox itself, how a delivery
+//! is claimed, rolled back and counted, is the runtime's
+//! (`inbox_kit_runtime::sqlite`); this module hands it the tables.
 //!
 //! This module is the only place that knows the database is SQLite: the
 //! rest of the crate goes through [`Store`], [`crate::handlers::Tables`]
 //! and [`crate::inbox::Inbox`].
 
-mod inbox;
 mod options;
-mod poison;
 mod relay;
 mod retention;
 mod tables;
 
 pub use crate::defaults::Durability;
-pub use inbox::SqliteInbox;
 pub use options::DatabaseOptions;
 pub use relay::SqliteQueue;
 pub use tables::SqliteTables;
@@ -25,19 +24,27 @@ pub use tables::SqliteTables;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use inbox_kit_runtime::handler::HandlerError;
+use inbox_kit_runtime::sqlite::{SCHEMA as INBOX_SCHEMA, SqliteHandlers};
 use rusqlite::{Connection, OpenFlags, TransactionBehavior};
 
-use crate::handlers::Tables;
+use crate::handlers::{BorrowedHandler, Handlers, Tables};
 use crate::inbox::{Policy, StorageError};
+use crate::message::Message;
 use crate::store::{
     Backlog, DEAD_LETTERS_PER_CONSUMER, Purged, Store, UNSENT_NOTIFICATIONS, tables_missing,
 };
+
+/// One connection's inbox: the runtime's, run on this project's tables.
+/// Open it with [`Store::inbox`].
+pub type SqliteInbox = inbox_kit_runtime::sqlite::SqliteInbox<Handlers>;
 
 /// Log directives that cap the database driver, whatever `RUST_LOG` says:
 /// none, rusqlite does not log.
 pub const QUIET_LOGS: [&str; 0] = [];
 
-/// Every table: the inbox's and the handlers'.
+/// The handlers' tables; the inbox's own are the runtime's
+/// ([`INBOX_SCHEMA`]), created first.
 const SCHEMA: &str = include_str!("schema.sql");
 
 /// Columns added to a table of [`SCHEMA`] after it first shipped: table,
@@ -108,6 +115,7 @@ impl Database {
         let mut db = self.connect()?;
         db.pragma_update(None, "journal_mode", "WAL")?;
         let tx = db.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        tx.execute_batch(INBOX_SCHEMA)?;
         tx.execute_batch(SCHEMA)?;
         for (table, column, declaration) in ADDED_COLUMNS {
             let present: bool = tx.query_row(
@@ -206,7 +214,10 @@ impl Store for Database {
             .prepare("SELECT name FROM sqlite_schema WHERE type = 'table'")?
             .query_map([], |row| row.get(0))?
             .collect::<Result<_, _>>()?;
-        Ok(tables_missing(SCHEMA, &present))
+        Ok([INBOX_SCHEMA, SCHEMA]
+            .into_iter()
+            .flat_map(|schema| tables_missing(schema, &present))
+            .collect())
     }
 
     fn purge(
@@ -216,6 +227,32 @@ impl Store for Database {
         progress: &mut dyn FnMut(u64),
     ) -> Result<Purged, StorageError> {
         retention::purge(&mut self.connect()?, older_than, batch_rows, progress)
+    }
+}
+
+/// How the runtime's inbox hands a delivery to this project's handlers:
+/// on [`SqliteTables`] over the connection of the delivery's transaction.
+impl SqliteHandlers for Handlers {
+    fn apply(
+        handler: &BorrowedHandler<'_>,
+        db: &Connection,
+        message: &Message,
+    ) -> Result<(), HandlerError> {
+        handler.apply(&mut SqliteTables::new(db), message)
+    }
+
+    fn apply_all(
+        handler: &BorrowedHandler<'_>,
+        db: &Connection,
+        messages: &[&Message],
+    ) -> Result<(), HandlerError> {
+        let tables = &mut SqliteTables::new(db);
+        match handler.set_based() {
+            Some(set_based) => set_based.apply_all(tables, messages),
+            None => messages
+                .iter()
+                .try_for_each(|message| handler.apply(tables, message)),
+        }
     }
 }
 

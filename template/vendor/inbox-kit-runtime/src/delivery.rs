@@ -180,6 +180,9 @@ mod tests {
         fn has_set_based(handler: &Self::Handler<'_>) -> bool {
             handler.set_based().is_some()
         }
+        fn encode(event: &i64) -> (&'static str, String) {
+            ("Total", event.to_string())
+        }
     }
 
     /// What a project names its deliveries.

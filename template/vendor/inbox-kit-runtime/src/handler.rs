@@ -85,6 +85,9 @@ pub trait Registry: 'static {
     type Handler<'a>: ?Sized + Subscriber<Self::Event> + 'a;
     /// Whether `handler` has a set-based path ([`Handler::set_based`]).
     fn has_set_based(handler: &Self::Handler<'_>) -> bool;
+    /// An event's wire form, its type and JSON payload: what a dead letter
+    /// keeps, so that an operator can read it and re-drive it.
+    fn encode(event: &Self::Event) -> (&'static str, String);
 }
 
 /// Any error a handler wants to report. Returning one rolls the whole

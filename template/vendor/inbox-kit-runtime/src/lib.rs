@@ -16,6 +16,8 @@
 //! * [`delivery`]: the seam between a consumer and its database: one
 //!   delivery, and the traits each database's inbox and dead letters
 //!   implement, generic over the project's [`handler::Registry`];
+//! * [`sqlite`] (feature `sqlite`): the transactional inbox and its dead
+//!   letters on SQLite, run on the project's tables;
 //! * [`steps`]: which deliveries of a batch go through a handler's
 //!   set-based path together, and which alone;
 //! * [`handler`]: the `Handler` trait, generic over the project's events
@@ -40,6 +42,8 @@ pub mod message;
 #[cfg(feature = "kafka")]
 pub mod offsets;
 pub mod progress;
+#[cfg(feature = "sqlite")]
+pub mod sqlite;
 pub mod steps;
 pub mod stop;
 pub mod storage;

@@ -12,13 +12,16 @@
 
 use rusqlite::{Connection, OptionalExtension, params};
 
-use crate::inbox::{DeadLetter, Delivery, Outcome, Policy, StorageError};
+use crate::delivery::Delivery;
+use crate::handler::{Registry, Subscriber};
+use crate::inbox::{DeadLetter, Outcome, Policy};
+use crate::storage::StorageError;
 
 /// Counts a failed attempt and decides what it means: a plain failure
 /// (the broker should redeliver) or, at `max_attempts`, a dead letter.
-pub(super) fn record_failure(
+pub(super) fn record_failure<R: Registry>(
     db: &Connection,
-    delivery: &Delivery<'_>,
+    delivery: &Delivery<'_, R>,
     error: &str,
     now: i64,
     policy: Policy,
@@ -45,9 +48,9 @@ pub(super) fn record_failure(
 
 /// Dead-letters a message its handler refused, at once: it would be
 /// refused again on every delivery.
-pub(super) fn refuse(
+pub(super) fn refuse<R: Registry>(
     db: &Connection,
-    delivery: &Delivery<'_>,
+    delivery: &Delivery<'_, R>,
     reason: &str,
     now: i64,
 ) -> Result<Outcome, StorageError> {
@@ -65,9 +68,9 @@ pub(super) fn refuse(
 /// Parks a message that its source has delivered more often than attempts
 /// allow, although no failure was counted: the consumer dies while handling
 /// it. Its handler is not run again.
-pub(super) fn park(
+pub(super) fn park<R: Registry>(
     db: &Connection,
-    delivery: &Delivery<'_>,
+    delivery: &Delivery<'_, R>,
     now: i64,
 ) -> Result<Outcome, StorageError> {
     let error = format!(
@@ -80,9 +83,9 @@ pub(super) fn park(
 
 /// Moves a message to `dead_letters`, with its inbox row so that
 /// redeliveries are duplicates, and forgets its attempt count.
-fn dead_letter(
+fn dead_letter<R: Registry>(
     db: &Connection,
-    delivery: &Delivery<'_>,
+    delivery: &Delivery<'_, R>,
     error: &str,
     attempts: u32,
     refused: bool,
@@ -90,7 +93,7 @@ fn dead_letter(
 ) -> Result<(), StorageError> {
     let consumer = delivery.handler.consumer();
     let id = delivery.message.id.as_str();
-    let (event_type, payload) = delivery.message.event.encode();
+    let (event_type, payload) = R::encode(&delivery.message.event);
     db.prepare_cached(
         "INSERT OR REPLACE INTO dead_letters
             (consumer, message_id, event_type, payload, error, attempts, refused, dead_at)

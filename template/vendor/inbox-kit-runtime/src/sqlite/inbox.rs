@@ -7,29 +7,36 @@
 //! own delivery (its inbox row included) and the rest of the batch commits;
 //! the failure is then counted outside that savepoint (see `poison.rs`).
 
+use std::marker::PhantomData;
 use std::time::SystemTime;
 
-use inbox_kit_runtime::storage::sqlite::is_duplicate_key;
 use rusqlite::{CachedStatement, Connection, TransactionBehavior};
 
-use super::poison;
-use super::tables::SqliteTables;
-use crate::handlers::{BorrowedHandler, Handlers};
-use crate::inbox::{
-    DeadLetter, DeadLetters, Delivery, Failure, Inbox, Outcome, Policy, Step, StorageError,
-    StorageFault, run_handler, run_set_based, steps, unix_millis,
-};
+use super::{SqliteHandlers, poison};
+use crate::delivery::{DeadLetters, Delivery, Inbox};
+use crate::handler::Subscriber;
+use crate::inbox::{DeadLetter, Failure, Outcome, Policy, guarded, unix_millis};
 use crate::message::Message;
+use crate::steps::{Step, steps};
+use crate::storage::sqlite::is_duplicate_key;
+use crate::storage::{StorageError, StorageFault};
 
-/// One connection's inbox. Open it with [`crate::store::Store::inbox`].
-pub struct SqliteInbox {
+/// One connection's inbox, for the handlers of registry `R`.
+pub struct SqliteInbox<R> {
     db: Connection,
     policy: Policy,
+    handlers: PhantomData<fn() -> R>,
 }
 
-impl SqliteInbox {
-    pub(super) fn new(db: Connection, policy: Policy) -> Self {
-        Self { db, policy }
+impl<R: SqliteHandlers> SqliteInbox<R> {
+    /// The inbox on `db`, a connection to a database with the inbox's
+    /// tables, giving up on a message as `policy` says.
+    pub fn new(db: Connection, policy: Policy) -> Self {
+        Self {
+            db,
+            policy,
+            handlers: PhantomData,
+        }
     }
 
     /// The connection itself: SQLite's settings are per connection, and
@@ -39,8 +46,8 @@ impl SqliteInbox {
     }
 }
 
-impl Inbox<Handlers> for SqliteInbox {
-    fn deliver_batch(&mut self, batch: &[Delivery<'_>]) -> Result<Vec<Outcome>, StorageError> {
+impl<R: SqliteHandlers> Inbox<R> for SqliteInbox<R> {
+    fn deliver_batch(&mut self, batch: &[Delivery<'_, R>]) -> Result<Vec<Outcome>, StorageError> {
         match self.try_batch(batch, steps(batch, self.policy))? {
             Some(outcomes) => Ok(outcomes),
             // A set-based attempt's error ended the whole transaction (see
@@ -56,12 +63,12 @@ impl Inbox<Handlers> for SqliteInbox {
     }
 }
 
-impl SqliteInbox {
+impl<R: SqliteHandlers> SqliteInbox<R> {
     /// The batch in one transaction, step by step; `None` if a set-based
     /// attempt ended the transaction (nothing of it committed).
     fn try_batch(
         &mut self,
-        batch: &[Delivery<'_>],
+        batch: &[Delivery<'_, R>],
         steps: Vec<Step>,
     ) -> Result<Option<Vec<Outcome>>, StorageError> {
         let received_at = unix_millis(SystemTime::now());
@@ -101,7 +108,7 @@ impl SqliteInbox {
     }
 }
 
-impl DeadLetters<Handlers> for SqliteInbox {
+impl<R: SqliteHandlers> DeadLetters<R> for SqliteInbox<R> {
     fn dead_letters(&mut self) -> Result<Vec<DeadLetter>, StorageError> {
         poison::dead_letters(&self.db)
     }
@@ -110,10 +117,10 @@ impl DeadLetters<Handlers> for SqliteInbox {
         poison::failures(&self.db, consumer, message_id)
     }
 
-    fn redrive(
+    fn redrive<'a>(
         &mut self,
-        handler: &BorrowedHandler<'_>,
-        message: &Message,
+        handler: &'a R::Handler<'a>,
+        message: &'a Message<R::Event>,
     ) -> Result<Outcome, StorageError> {
         let now = unix_millis(SystemTime::now());
         let tx = self
@@ -123,7 +130,7 @@ impl DeadLetters<Handlers> for SqliteInbox {
         poison::forget(&tx, consumer, id)?;
         let outcome = {
             let mut statements = Statements::prepare(&tx)?;
-            let delivery = Delivery::new(handler, message);
+            let delivery = Delivery::<R>::new(handler, message);
             let never_dead_letter = Policy {
                 max_attempts: u32::MAX,
             };
@@ -159,10 +166,10 @@ impl<'db> Statements<'db> {
     }
 }
 
-fn deliver_one(
+fn deliver_one<R: SqliteHandlers>(
     db: &Connection,
     statements: &mut Statements<'_>,
-    delivery: &Delivery<'_>,
+    delivery: &Delivery<'_, R>,
     received_at: i64,
     policy: Policy,
 ) -> Result<Outcome, StorageError> {
@@ -179,7 +186,7 @@ fn deliver_one(
         statements.release.execute([])?;
         return Ok(outcome);
     }
-    let failure = match run_handler(delivery, &mut SqliteTables::new(db))? {
+    let failure = match guarded(|| R::apply(delivery.handler, db, delivery.message))? {
         Ok(()) => {
             statements.release.execute([])?;
             return Ok(Outcome::Applied);
@@ -209,14 +216,14 @@ fn deliver_one(
 /// one savepoint with their inbox rows; if that fails, all of it is rolled
 /// back and each is delivered alone, so that only the failing ones fail.
 /// `None`: the failure ended the whole transaction.
-fn deliver_together(
+fn deliver_together<R: SqliteHandlers>(
     db: &Connection,
     statements: &mut Statements<'_>,
-    run: &[Delivery<'_>],
+    run: &[Delivery<'_, R>],
     received_at: i64,
     policy: Policy,
 ) -> Result<Option<Vec<Outcome>>, StorageError> {
-    let Some(set_based) = run.first().and_then(|first| first.handler.set_based()) else {
+    let Some(handler) = run.first().map(|first| first.handler) else {
         return Ok(Some(Vec::new()));
     };
     statements.savepoint.execute([])?;
@@ -232,7 +239,7 @@ fn deliver_together(
             outcomes.push(Outcome::Duplicate);
         }
     }
-    let failure = match run_set_based(set_based, &new, &mut SqliteTables::new(db))? {
+    let failure = match guarded(|| R::apply_all(handler, db, &new))? {
         Ok(()) => {
             statements.release.execute([])?;
             return Ok(Some(outcomes));
@@ -258,9 +265,9 @@ fn deliver_together(
 /// Records what a failed delivery means, once its writes are rolled back:
 /// a counted failure (perhaps the last one, a dead letter), or a refusal,
 /// dead-lettered at once.
-fn settle_failure(
+fn settle_failure<R: SqliteHandlers>(
     db: &Connection,
-    delivery: &Delivery<'_>,
+    delivery: &Delivery<'_, R>,
     failure: &Failure,
     received_at: i64,
     policy: Policy,
