@@ -402,19 +402,16 @@ fn generated_only_names() -> Vec<GeneratedOnly> {
         fs::read_to_string(path).unwrap_or_default()
     };
     // The pattern's own tables (inbox, attempts, dead letters): the
-    // runtime's schema on SQLite, the opening of the project's on
-    // PostgreSQL, where the business tables follow, each section headed by
-    // a comment naming its consumer in backticks.
+    // runtime's schema for each database.
     let inbox_tables: Vec<String> = [
         "vendor/inbox-kit-runtime/src/sqlite/schema.sql",
-        "src/postgres/schema.sql",
+        "vendor/inbox-kit-runtime/src/postgres/schema.sql",
     ]
     .iter()
     .flat_map(|schema| {
         let text = read(schema);
         assert!(!text.is_empty(), "{schema} is missing");
-        let business = text.find("\n-- `").unwrap_or(text.len());
-        create_table_names(&text[..business])
+        create_table_names(&text)
     })
     .collect();
     for file in &files {

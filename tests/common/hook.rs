@@ -226,6 +226,9 @@ pub const HANG: Edit = Edit {
 /// The SQLite inbox, in the project's vendored copy of the runtime.
 pub const SQLITE_INBOX: &str = "vendor/inbox-kit-runtime/src/sqlite/inbox.rs";
 
+/// The PostgreSQL inbox, in the project's vendored copy of the runtime.
+const POSTGRES_INBOX: &str = "vendor/inbox-kit-runtime/src/postgres/inbox.rs";
+
 /// A consumer that hangs on SQLite: every batch's claims are written again
 /// on a second connection, which waits without limit for the write lock
 /// the batch's own transaction holds.
@@ -248,15 +251,15 @@ const CLAIM_ON_A_SECOND_CONNECTION_SQLITE: Edit = Edit {
 /// waits for the rows the batch's claim holds.
 const CLAIM_ON_A_SECOND_CONNECTION_POSTGRES: [Edit; 2] = [
     Edit {
-        path: "src/postgres/inbox.rs",
-        find: "    fn try_batch(&mut self, batch: &[Delivery<'_>]) -> Result<Vec<Outcome>, StorageError> {\n",
-        replace: "    fn try_batch(&mut self, batch: &[Delivery<'_>]) -> Result<Vec<Outcome>, StorageError> {
-        let mut second = self.database.connect()?;
+        path: POSTGRES_INBOX,
+        find: "    fn try_batch(&mut self, batch: &[Delivery<'_, R>]) -> Result<Vec<Outcome>, StorageError> {\n",
+        replace: "    fn try_batch(&mut self, batch: &[Delivery<'_, R>]) -> Result<Vec<Outcome>, StorageError> {
+        let mut second = self.database.inbox_connection()?;
         second.batch_execute(\"SET lock_timeout = 0; SET statement_timeout = 0\")?;
 ",
     },
     Edit {
-        path: "src/postgres/inbox.rs",
+        path: POSTGRES_INBOX,
         find: "        let committed = BatchTx::claim(client, statements, batch, policy)\n",
         replace: "        let committed = BatchTx::claim(client, statements, batch, policy)
             .and_then(|work| {

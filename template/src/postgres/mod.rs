@@ -10,33 +10,34 @@
 //! statements whose answer nobody waits for along with the next one. Every
 //! table lives in one schema
 //! (`--schema`, default `public`), so several consumers, or tests, can share
-//! a server without seeing each other.
+//! a server without seeing each other. The inbox itself, how a batch is
+//! claimed, rolled back, counted and retried, and that connection are the
+//! runtime's (`inbox_kit_runtime::postgres`); this module hands it the
+//! tables and the connections.
 //!
 //! This module is the only place that knows the database is PostgreSQL:
 //! the rest of the crate goes through [`Store`],
 //! [`crate::handlers::Tables`] and [`crate::inbox::Inbox`].
 
-mod apply;
-mod inbox;
 mod options;
-mod pipelined;
-mod poison;
 mod relay;
 mod retention;
 mod tables;
 
-pub use inbox::{CONFLICT_RETRIES, PgInbox};
+pub use inbox_kit_runtime::postgres::{CONFLICT_RETRIES, Exec, Pipelined, SCHEMA as INBOX_SCHEMA};
 pub use options::DatabaseOptions;
-pub use pipelined::{Exec, Pipelined};
 pub use relay::PgQueue;
 pub use tables::{PgTables, TableStatements};
 
 use std::time::Duration;
 
+use inbox_kit_runtime::handler::HandlerError;
+use inbox_kit_runtime::postgres::{Connect, PgHandlers};
 use postgres::{Client, NoTls};
 
-use crate::handlers::Tables;
+use crate::handlers::{BorrowedHandler, Handlers, Tables};
 use crate::inbox::{Policy, StorageError, StorageFault};
+use crate::message::Message;
 use crate::store::{
     Backlog, DEAD_LETTERS_PER_CONSUMER, Purged, Store, UNSENT_NOTIFICATIONS, tables_missing,
 };
@@ -51,7 +52,12 @@ use crate::store::{
 /// one module it logs from.
 pub const QUIET_LOGS: [&str; 2] = ["tokio_postgres=info", "postgres::config=info"];
 
-/// Every table: the inbox's and the handlers'.
+/// One connection's inbox: the runtime's, run on this project's tables.
+/// Open it with [`Store::inbox`].
+pub type PgInbox = inbox_kit_runtime::postgres::PgInbox<Handlers, Database>;
+
+/// The handlers' tables; the inbox's own are the runtime's
+/// ([`INBOX_SCHEMA`]), created first.
 const SCHEMA: &str = include_str!("schema.sql");
 
 /// How long a health check waits for the server before calling it
@@ -122,6 +128,7 @@ impl Database {
             )?
             .get(0);
         tx.batch_execute(&create_schema)?;
+        tx.batch_execute(INBOX_SCHEMA)?;
         tx.batch_execute(SCHEMA)?;
         Ok(tx.commit()?)
     }
@@ -266,7 +273,10 @@ impl Store for Database {
             .iter()
             .map(|row| row.get(0))
             .collect();
-        Ok(tables_missing(SCHEMA, &present))
+        Ok([INBOX_SCHEMA, SCHEMA]
+            .into_iter()
+            .flat_map(|schema| tables_missing(schema, &present))
+            .collect())
     }
 
     fn purge(
@@ -276,6 +286,48 @@ impl Store for Database {
         progress: &mut dyn FnMut(u64),
     ) -> Result<Purged, StorageError> {
         retention::purge(&mut self.connect()?, older_than, batch_rows, progress)
+    }
+}
+
+/// Where the runtime's inbox gets its connections.
+impl Connect for Database {
+    fn inbox_connection(&self) -> Result<Pipelined, StorageError> {
+        self.connect_pipelined()
+    }
+}
+
+/// How the runtime's inbox hands a delivery to this project's handlers:
+/// on [`PgTables`] over the delivery's transaction, with the tables'
+/// statements prepared once per connection.
+impl PgHandlers for Handlers {
+    type Statements = TableStatements;
+
+    fn prepare(client: &mut Pipelined) -> Result<TableStatements, StorageError> {
+        TableStatements::prepare(client)
+    }
+
+    fn apply(
+        handler: &BorrowedHandler<'_>,
+        tx: &mut Pipelined,
+        statements: &TableStatements,
+        message: &Message,
+    ) -> Result<(), HandlerError> {
+        handler.apply(&mut PgTables::new(tx, statements), message)
+    }
+
+    fn apply_all(
+        handler: &BorrowedHandler<'_>,
+        tx: &mut Pipelined,
+        statements: &TableStatements,
+        messages: &[&Message],
+    ) -> Result<(), HandlerError> {
+        let tables = &mut PgTables::new(tx, statements);
+        match handler.set_based() {
+            Some(set_based) => set_based.apply_all(tables, messages),
+            None => messages
+                .iter()
+                .try_for_each(|message| handler.apply(tables, message)),
+        }
     }
 }
 

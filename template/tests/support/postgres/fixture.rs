@@ -21,7 +21,7 @@ use std::sync::{Arc, Mutex};
 use postgres::Client;
 
 use {{crate_name}}::database::{
-    Database, PgInbox, PgTables, Pipelined, Settings, TableStatements,
+    Database, INBOX_SCHEMA, PgInbox, PgTables, Pipelined, Settings, TableStatements,
 };
 use {{crate_name}}::handlers::{BorrowedHandler, Handlers, Tables};
 use {{crate_name}}::inbox::{
@@ -128,7 +128,8 @@ pub struct Fixture {
 /// included) before a reset truncates it instead of deleting its rows.
 pub const SLOT_TABLE_BYTES: i64 = 1 << 20;
 
-/// The consumer's tables, as its migration creates them.
+/// The handlers' tables, as the migration creates them after the inbox's
+/// own ([`INBOX_SCHEMA`]).
 const TABLES: &str = include_str!("../../../src/postgres/schema.sql");
 
 /// Empties every table of the slot in the session's schema and drops the
@@ -163,7 +164,7 @@ END $$;";
 /// What a slot must be built from: the tables, the tripwires and its own
 /// reset (a slot whose `pool_reset` is an older one is built again too).
 fn slot_tables() -> String {
-    format!("{TABLES}\n{TRIPWIRES}\n{RESET_SLOT}")
+    format!("{INBOX_SCHEMA}\n{TABLES}\n{TRIPWIRES}\n{RESET_SLOT}")
 }
 
 impl Fixture {

@@ -30,6 +30,8 @@
 //!   line cannot exhaust memory;
 //! * [`offsets`] (feature `kafka`): which offset each Kafka partition may
 //!   commit, so a message being retried is never skipped by a restart;
+//! * [`postgres`] (feature `postgres`): the transactional inbox and its
+//!   dead letters on PostgreSQL, on a pipelined connection;
 //! * [`progress`]: progress lines, and pausing a process at one of them,
 //!   so tests and scripts follow a run without racing it;
 //! * [`stop`]: ending a run gracefully on a signal.
@@ -41,6 +43,8 @@ pub mod lines;
 pub mod message;
 #[cfg(feature = "kafka")]
 pub mod offsets;
+#[cfg(feature = "postgres")]
+pub mod postgres;
 pub mod progress;
 #[cfg(feature = "sqlite")]
 pub mod sqlite;

@@ -12,8 +12,10 @@
 use postgres::Statement;
 
 use super::Exec;
-
-use crate::inbox::{DeadLetter, Delivery, Outcome, Policy, StorageError};
+use crate::delivery::Delivery;
+use crate::handler::{Registry, Subscriber};
+use crate::inbox::{DeadLetter, Outcome, Policy};
+use crate::storage::StorageError;
 
 /// The statements a failed delivery runs, prepared once per connection.
 pub(super) struct PoisonStatements {
@@ -58,10 +60,10 @@ impl PoisonStatements {
 
 /// Counts a failed attempt and decides what it means: a plain failure
 /// (the broker should redeliver) or, at `max_attempts`, a dead letter.
-pub(super) fn record_failure(
+pub(super) fn record_failure<R: Registry>(
     tx: &mut impl Exec,
     statements: &PoisonStatements,
-    delivery: &Delivery<'_>,
+    delivery: &Delivery<'_, R>,
     error: &str,
     now: i64,
     policy: Policy,
@@ -82,10 +84,10 @@ pub(super) fn record_failure(
 
 /// Dead-letters a message its handler refused, at once: it would be
 /// refused again on every delivery.
-pub(super) fn refuse(
+pub(super) fn refuse<R: Registry>(
     tx: &mut impl Exec,
     statements: &PoisonStatements,
-    delivery: &Delivery<'_>,
+    delivery: &Delivery<'_, R>,
     reason: &str,
     now: i64,
 ) -> Result<Outcome, StorageError> {
@@ -101,10 +103,10 @@ pub(super) fn refuse(
 /// Parks a message that its source has delivered more often than attempts
 /// allow, although no failure was counted: the consumer dies while handling
 /// it. Its handler is not run again.
-pub(super) fn park(
+pub(super) fn park<R: Registry>(
     tx: &mut impl Exec,
     statements: &PoisonStatements,
-    delivery: &Delivery<'_>,
+    delivery: &Delivery<'_, R>,
     now: i64,
 ) -> Result<Outcome, StorageError> {
     let error = format!(
@@ -125,10 +127,10 @@ pub(super) fn park(
 
 /// Moves a message to `dead_letters`, with its inbox row so that
 /// redeliveries are duplicates, and forgets its attempt count.
-fn dead_letter(
+fn dead_letter<R: Registry>(
     tx: &mut impl Exec,
     statements: &PoisonStatements,
-    delivery: &Delivery<'_>,
+    delivery: &Delivery<'_, R>,
     error: &str,
     attempts: u32,
     refused: bool,
@@ -136,7 +138,7 @@ fn dead_letter(
 ) -> Result<(), StorageError> {
     let consumer = delivery.handler.consumer();
     let id = delivery.message.id.as_str();
-    let (event_type, payload) = delivery.message.event.encode();
+    let (event_type, payload) = R::encode(&delivery.message.event);
     let attempts = i32::try_from(attempts).unwrap_or(i32::MAX);
     tx.execute(
         &statements.dead_letter,

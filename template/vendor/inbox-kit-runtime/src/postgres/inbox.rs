@@ -25,45 +25,44 @@ use std::time::{Duration, SystemTime};
 
 use postgres::Statement;
 
-use super::apply::{run_handler, run_set_based};
 use super::poison::{self, PoisonStatements};
-use super::tables::{PgTables, TableStatements};
-use super::{Database, Exec, Pipelined};
-use crate::handlers::{BorrowedHandler, Handlers};
-use crate::inbox::{
-    DeadLetter, DeadLetters, Delivery, Failure, Inbox, Outcome, Policy, Step, StorageError,
-    StorageFault, steps, unix_millis,
-};
+use super::{Connect, Exec, PgHandlers, Pipelined};
+use crate::delivery::{DeadLetters, Delivery, Inbox};
+use crate::handler::Subscriber;
+use crate::inbox::{DeadLetter, Failure, Outcome, Policy, guarded, unix_millis};
 use crate::message::Message;
+use crate::steps::{Step, steps};
+use crate::storage::{StorageError, StorageFault};
 
 /// How many times a batch that lost a race (serialization failure,
 /// deadlock) is tried again before the conflict is reported.
 pub const CONFLICT_RETRIES: u32 = 10;
 
-/// One connection's inbox. Open it with [`crate::store::Store::inbox`].
-pub struct PgInbox {
-    database: Database,
+/// One connection's inbox, for the handlers of registry `R`, connecting
+/// through `D`.
+pub struct PgInbox<R: PgHandlers, D> {
+    database: D,
     policy: Policy,
-    connection: Option<Connection>,
+    connection: Option<Connection<R>>,
 }
 
 /// An open connection and the statements prepared on it.
-struct Connection {
+struct Connection<R: PgHandlers> {
     client: Pipelined,
-    statements: Statements,
+    statements: Statements<R>,
 }
 
-struct Statements {
+struct Statements<R: PgHandlers> {
     /// Claims every delivery of a batch at once, in key order (so that two
     /// workers claiming overlapping batches lock rows in the same order).
     claim_all: Statement,
     claim_one: Statement,
     give_back: Statement,
     poison: PoisonStatements,
-    tables: TableStatements,
+    tables: R::Statements,
 }
 
-impl Statements {
+impl<R: PgHandlers> Statements<R> {
     fn prepare(client: &mut Pipelined) -> Result<Self, StorageError> {
         Ok(Self {
             claim_all: client.prepare(
@@ -81,13 +80,15 @@ impl Statements {
             give_back: client
                 .prepare("DELETE FROM inbox WHERE consumer = $1 AND message_id = $2")?,
             poison: PoisonStatements::prepare(client)?,
-            tables: TableStatements::prepare(client)?,
+            tables: R::prepare(client)?,
         })
     }
 }
 
-impl PgInbox {
-    pub(super) fn new(database: Database, policy: Policy) -> Result<Self, StorageError> {
+impl<R: PgHandlers, D: Connect> PgInbox<R, D> {
+    /// The inbox on a connection `database` opens now, giving up on a
+    /// message as `policy` says.
+    pub fn new(database: D, policy: Policy) -> Result<Self, StorageError> {
         let mut inbox = Self {
             database,
             policy,
@@ -103,13 +104,13 @@ impl PgInbox {
         Ok(&mut self.connection()?.client)
     }
 
-    fn connection(&mut self) -> Result<&mut Connection, StorageError> {
+    fn connection(&mut self) -> Result<&mut Connection<R>, StorageError> {
         if self
             .connection
             .as_ref()
             .is_none_or(|connection| connection.client.is_closed())
         {
-            let mut client = self.database.connect_pipelined()?;
+            let mut client = self.database.inbox_connection()?;
             let statements = Statements::prepare(&mut client)?;
             self.connection = Some(Connection { client, statements });
         }
@@ -117,7 +118,7 @@ impl PgInbox {
     }
 
     /// The batch in one transaction, committed; rolled back on any error.
-    fn try_batch(&mut self, batch: &[Delivery<'_>]) -> Result<Vec<Outcome>, StorageError> {
+    fn try_batch(&mut self, batch: &[Delivery<'_, R>]) -> Result<Vec<Outcome>, StorageError> {
         let policy = self.policy;
         let Connection { client, statements } = self.connection()?;
         client.begin();
@@ -137,8 +138,8 @@ impl PgInbox {
     }
 }
 
-impl Inbox<Handlers> for PgInbox {
-    fn deliver_batch(&mut self, batch: &[Delivery<'_>]) -> Result<Vec<Outcome>, StorageError> {
+impl<R: PgHandlers, D: Connect> Inbox<R> for PgInbox<R, D> {
+    fn deliver_batch(&mut self, batch: &[Delivery<'_, R>]) -> Result<Vec<Outcome>, StorageError> {
         let mut retry = 0;
         loop {
             match self.try_batch(batch) {
@@ -155,7 +156,7 @@ impl Inbox<Handlers> for PgInbox {
     }
 }
 
-impl DeadLetters<Handlers> for PgInbox {
+impl<R: PgHandlers, D: Connect> DeadLetters<R> for PgInbox<R, D> {
     fn dead_letters(&mut self) -> Result<Vec<DeadLetter>, StorageError> {
         poison::dead_letters(&mut self.connection()?.client)
     }
@@ -164,14 +165,14 @@ impl DeadLetters<Handlers> for PgInbox {
         poison::failures(&mut self.connection()?.client, consumer, message_id)
     }
 
-    fn redrive(
+    fn redrive<'a>(
         &mut self,
-        handler: &BorrowedHandler<'_>,
-        message: &Message,
+        handler: &'a R::Handler<'a>,
+        message: &'a Message<R::Event>,
     ) -> Result<Outcome, StorageError> {
         let Connection { client, statements } = self.connection()?;
         let (consumer, id) = (handler.consumer(), message.id.as_str());
-        let delivery = [Delivery::new(handler, message)];
+        let delivery = [Delivery::<R>::new(handler, message)];
         let never_dead_letter = Policy {
             max_attempts: u32::MAX,
         };
@@ -202,9 +203,9 @@ impl DeadLetters<Handlers> for PgInbox {
 /// so that its redelivery applies it, and so does a later copy in the same
 /// batch. Savepoints, their releases and rollbacks are deferred: each goes
 /// out with the next statement.
-struct BatchTx<'a> {
+struct BatchTx<'a, R: PgHandlers> {
     tx: &'a mut Pipelined,
-    statements: &'a Statements,
+    statements: &'a Statements<R>,
     received_at: i64,
     policy: Policy,
     /// Claimed by the batch's claim and not used yet.
@@ -217,11 +218,11 @@ struct BatchTx<'a> {
     in_savepoint: bool,
 }
 
-impl<'a> BatchTx<'a> {
+impl<'a, R: PgHandlers> BatchTx<'a, R> {
     fn claim(
         tx: &'a mut Pipelined,
-        statements: &'a Statements,
-        batch: &[Delivery<'_>],
+        statements: &'a Statements<R>,
+        batch: &[Delivery<'_, R>],
         policy: Policy,
     ) -> Result<Self, StorageError> {
         let received_at = unix_millis(SystemTime::now());
@@ -245,7 +246,7 @@ impl<'a> BatchTx<'a> {
     }
 
     /// Every delivery of the batch, step by step (see [`steps`]).
-    fn deliver_all(&mut self, batch: &[Delivery<'_>]) -> Result<Vec<Outcome>, StorageError> {
+    fn deliver_all(&mut self, batch: &[Delivery<'_, R>]) -> Result<Vec<Outcome>, StorageError> {
         let mut outcomes = Vec::with_capacity(batch.len());
         for step in steps(batch, self.policy) {
             match step {
@@ -256,7 +257,7 @@ impl<'a> BatchTx<'a> {
         Ok(outcomes)
     }
 
-    fn deliver(&mut self, delivery: &Delivery<'_>) -> Result<Outcome, StorageError> {
+    fn deliver(&mut self, delivery: &Delivery<'_, R>) -> Result<Outcome, StorageError> {
         if !self.take_claim(delivery)? {
             return Ok(Outcome::Duplicate);
         }
@@ -266,7 +267,7 @@ impl<'a> BatchTx<'a> {
     /// A run of deliveries to one handler through its set-based path, under
     /// one savepoint; if that fails, rolled back and delivered one at a
     /// time, so that only the failing ones fail.
-    fn deliver_together(&mut self, run: &[Delivery<'_>]) -> Result<Vec<Outcome>, StorageError> {
+    fn deliver_together(&mut self, run: &[Delivery<'_, R>]) -> Result<Vec<Outcome>, StorageError> {
         let mut outcomes = Vec::with_capacity(run.len());
         let mut new = Vec::new();
         for (at, delivery) in run.iter().enumerate() {
@@ -277,16 +278,16 @@ impl<'a> BatchTx<'a> {
                 outcomes.push(Outcome::Duplicate);
             }
         }
-        let Some(set_based) = run.first().and_then(|first| first.handler.set_based()) else {
+        let Some(handler) = run.first().map(|first| first.handler) else {
             return Ok(outcomes);
         };
         if new.is_empty() {
             return Ok(outcomes);
         }
-        let messages: Vec<&Message> = new.iter().map(|&at| run[at].message).collect();
+        let messages: Vec<&Message<R::Event>> = new.iter().map(|&at| run[at].message).collect();
         self.savepoint();
-        let mut tables = PgTables::new(self.tx, &self.statements.tables);
-        let failure = match run_set_based(set_based, &messages, &mut tables)? {
+        let (tx, tables) = (&mut *self.tx, &self.statements.tables);
+        let failure = match guarded(|| R::apply_all(handler, tx, tables, &messages))? {
             Ok(()) => return Ok(outcomes),
             Err(failure) => failure,
         };
@@ -305,7 +306,7 @@ impl<'a> BatchTx<'a> {
     /// Takes the delivery's claim: made by the batch's claim, or made again
     /// if a failed copy earlier in the batch gave it back. `false`: a
     /// duplicate.
-    fn take_claim(&mut self, delivery: &Delivery<'_>) -> Result<bool, StorageError> {
+    fn take_claim(&mut self, delivery: &Delivery<'_, R>) -> Result<bool, StorageError> {
         let consumer = delivery.handler.consumer();
         let id = delivery.message.id.as_str();
         let key = (consumer.to_owned(), id.to_owned());
@@ -345,13 +346,13 @@ impl<'a> BatchTx<'a> {
     }
 
     /// Applies a claimed delivery under its own savepoint.
-    fn deliver_claimed(&mut self, delivery: &Delivery<'_>) -> Result<Outcome, StorageError> {
+    fn deliver_claimed(&mut self, delivery: &Delivery<'_, R>) -> Result<Outcome, StorageError> {
         self.savepoint();
         if self.policy.gave_up_on(delivery.delivered) {
             return poison::park(self.tx, &self.statements.poison, delivery, self.received_at);
         }
-        let mut tables = PgTables::new(self.tx, &self.statements.tables);
-        let failure = match run_handler(delivery, &mut tables)? {
+        let (tx, tables) = (&mut *self.tx, &self.statements.tables);
+        let failure = match guarded(|| R::apply(delivery.handler, tx, tables, delivery.message))? {
             Ok(()) => return Ok(Outcome::Applied),
             Err(failure) => failure,
         };

@@ -28,7 +28,7 @@ use postgres::types::ToSql;
 use postgres::{Error, GenericClient, Row, Statement, ToStatement};
 use tokio::runtime::Runtime;
 
-use crate::inbox::{StorageError, StorageFault};
+use crate::storage::{StorageError, StorageFault};
 
 /// What the inbox's and the handlers' SQL needs from a connection, offered
 /// by both the synchronous client (its transactions, for one-off work) and
