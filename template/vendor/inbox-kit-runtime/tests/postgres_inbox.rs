@@ -1,0 +1,178 @@
+//! The PostgreSQL inbox under the stand-in consumers' scenarios
+//! (`stand_ins/mod.rs`), each in a schema of its own, dropped after.
+//!
+//! Needs PostgreSQL at `DATABASE_URL` (default
+//! `postgres://postgres@127.0.0.1:5432/test`); without one it fails, saying
+//! so.
+
+#[macro_use]
+mod stand_ins;
+
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use inbox_kit_runtime::handler::{Handler, HandlerError, Registry};
+use inbox_kit_runtime::inbox::Policy;
+use inbox_kit_runtime::message::Message;
+use inbox_kit_runtime::postgres::{Connect, Exec, PgHandlers, PgInbox, Pipelined, SCHEMA};
+use inbox_kit_runtime::storage::StorageError;
+use postgres::{Client, NoTls};
+use stand_ins::{Amounts, Bulk, Credit, TABLES};
+
+/// The stand-ins' tables: the delivery's transaction.
+struct Total<'c>(&'c mut Pipelined);
+
+impl Amounts for Total<'_> {
+    fn add(&mut self, amount: i64) -> Result<(), HandlerError> {
+        self.0
+            .execute("UPDATE total SET sum = sum + $1", &[&amount])?;
+        Ok(())
+    }
+
+    fn in_outage(&mut self) -> Result<bool, HandlerError> {
+        Ok(self
+            .0
+            .query_one("SELECT count(*) > 0 FROM outage", &[])?
+            .get(0))
+    }
+}
+
+/// The stand-ins, registered for PostgreSQL.
+struct Stands;
+
+type Stand<'a> = dyn for<'c> Handler<i64, Total<'c>> + 'a;
+
+impl Registry for Stands {
+    type Event = i64;
+    type Handler<'a> = Stand<'a>;
+    fn has_set_based(handler: &Stand<'_>) -> bool {
+        handler.set_based().is_some()
+    }
+    fn encode(amount: &i64) -> (&'static str, String) {
+        stand_ins::encode(amount)
+    }
+}
+
+impl PgHandlers for Stands {
+    /// The stand-ins run plain SQL: nothing to prepare.
+    type Statements = ();
+
+    fn prepare(_: &mut Pipelined) -> Result<(), StorageError> {
+        Ok(())
+    }
+    fn apply(
+        handler: &Stand<'_>,
+        tx: &mut Pipelined,
+        _: &(),
+        message: &Message<i64>,
+    ) -> Result<(), HandlerError> {
+        handler.apply(&mut Total(tx), message)
+    }
+    fn apply_all(
+        handler: &Stand<'_>,
+        tx: &mut Pipelined,
+        _: &(),
+        messages: &[&Message<i64>],
+    ) -> Result<(), HandlerError> {
+        let set_based = handler
+            .set_based()
+            .expect("only called with a set-based path");
+        set_based.apply_all(&mut Total(tx), messages)
+    }
+}
+
+fn server_url() -> String {
+    std::env::var("DATABASE_URL")
+        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".to_owned())
+}
+
+/// Connections to one schema.
+#[derive(Clone)]
+struct Schema {
+    name: String,
+}
+
+impl Schema {
+    fn client(&self) -> Client {
+        let url = server_url();
+        let mut client = Client::connect(&url, NoTls).unwrap_or_else(|error| {
+            panic!(
+                "these tests need PostgreSQL at DATABASE_URL ({url}): start one \
+                 (e.g. `pg_ctlcluster 15 main start`) or point DATABASE_URL at one ({error})"
+            )
+        });
+        client
+            .batch_execute(&format!("SET search_path = {}", self.name))
+            .expect("the schema");
+        client
+    }
+}
+
+impl Connect for Schema {
+    fn inbox_connection(&self) -> Result<Pipelined, StorageError> {
+        let config = server_url().parse().expect("a valid DATABASE_URL");
+        let mut connection = Pipelined::connect(&config)?;
+        connection.batch_execute(&format!("SET search_path = {}", self.name))?;
+        Ok(connection)
+    }
+}
+
+/// A schema of its own with every table, dropped with it.
+struct Postgres {
+    schema: Schema,
+}
+
+impl Postgres {
+    fn new() -> Self {
+        static NEXT: AtomicU32 = AtomicU32::new(0);
+        let name = format!(
+            "runtime_inbox_{}_{}",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::SeqCst)
+        );
+        let schema = Schema { name };
+        let mut client = schema.client();
+        client
+            .batch_execute(&format!(
+                "DROP SCHEMA IF EXISTS {0} CASCADE; CREATE SCHEMA {0}; SET search_path = {0}; {SCHEMA} {TABLES}",
+                schema.name
+            ))
+            .expect("the tables");
+        Self { schema }
+    }
+}
+
+impl Drop for Postgres {
+    fn drop(&mut self) {
+        let _ = self
+            .schema
+            .client()
+            .batch_execute(&format!("DROP SCHEMA {} CASCADE", self.schema.name));
+    }
+}
+
+impl stand_ins::Database for Postgres {
+    type Stands = Stands;
+    type Inbox = PgInbox<Stands, Schema>;
+
+    fn inbox(&self, max_attempts: u32) -> PgInbox<Stands, Schema> {
+        PgInbox::new(self.schema.clone(), Policy { max_attempts }).expect("an inbox connection")
+    }
+    fn credit<'a>() -> &'a Stand<'a> {
+        &Credit
+    }
+    fn bulk<'a>(bulk: &'a Bulk) -> &'a Stand<'a> {
+        bulk
+    }
+    fn execute(&self, sql: &str) {
+        self.schema.client().batch_execute(sql).expect("plain SQL");
+    }
+    fn number(&self, sql: &str) -> i64 {
+        self.schema
+            .client()
+            .query_one(sql, &[])
+            .expect("a number")
+            .get(0)
+    }
+}
+
+every_scenario!(Postgres::new());
