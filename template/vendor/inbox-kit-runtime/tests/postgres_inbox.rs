@@ -10,28 +10,38 @@ mod stand_ins;
 
 use std::sync::atomic::{AtomicU32, Ordering};
 
+use inbox_kit_runtime::delivery::Inbox;
+use inbox_kit_runtime::handler::Subscriber;
+use inbox_kit_runtime::storage::StorageFault;
+
 use inbox_kit_runtime::handler::{Handler, HandlerError, Registry};
-use inbox_kit_runtime::inbox::Policy;
+use inbox_kit_runtime::inbox::{Outcome, Policy};
 use inbox_kit_runtime::message::Message;
-use inbox_kit_runtime::postgres::{Connect, Exec, PgHandlers, PgInbox, Pipelined, SCHEMA};
+use inbox_kit_runtime::postgres::{
+    CONFLICT_RETRIES, Connect, Exec, PgHandlers, PgInbox, Pipelined, SCHEMA,
+};
 use inbox_kit_runtime::storage::StorageError;
 use postgres::{Client, NoTls};
-use stand_ins::{Amounts, Bulk, Credit, TABLES};
+use stand_ins::{Amounts, Bulk, Credit, TABLES, message};
 
-/// The stand-ins' tables: the delivery's transaction.
+/// The stand-ins' tables: the delivery's transaction. Their errors are
+/// passed on as `StorageError`s, as a project's tables do, so that a fault
+/// of the database is told apart from a failure of the message.
 struct Total<'c>(&'c mut Pipelined);
 
 impl Amounts for Total<'_> {
     fn add(&mut self, amount: i64) -> Result<(), HandlerError> {
         self.0
-            .execute("UPDATE total SET sum = sum + $1", &[&amount])?;
+            .execute("UPDATE total SET sum = sum + $1", &[&amount])
+            .map_err(StorageError::from)?;
         Ok(())
     }
 
     fn in_outage(&mut self) -> Result<bool, HandlerError> {
         Ok(self
             .0
-            .query_one("SELECT count(*) > 0 FROM outage", &[])?
+            .query_one("SELECT count(*) > 0 FROM outage", &[])
+            .map_err(StorageError::from)?
             .get(0))
     }
 }
@@ -176,3 +186,94 @@ impl stand_ins::Database for Postgres {
 }
 
 every_scenario!(Postgres::new());
+
+/// A stand-in that loses a race (the server raises `code`) on its first
+/// `losses` tries, then adds the amount; counts its tries.
+struct Racy {
+    code: &'static str,
+    losses: u32,
+    tries: AtomicU32,
+}
+
+impl Racy {
+    fn new(code: &'static str, losses: u32) -> Self {
+        Self {
+            code,
+            losses,
+            tries: AtomicU32::new(0),
+        }
+    }
+}
+
+impl Subscriber<i64> for Racy {
+    fn consumer(&self) -> &'static str {
+        "racy"
+    }
+    fn subscribes_to(&self, _: &i64) -> bool {
+        true
+    }
+}
+
+impl<'c> Handler<i64, Total<'c>> for Racy {
+    fn apply(&self, total: &mut Total<'c>, message: &Message<i64>) -> Result<(), HandlerError> {
+        if self.tries.fetch_add(1, Ordering::SeqCst) < self.losses {
+            let raise = format!(
+                "DO $$ BEGIN RAISE EXCEPTION 'lost a race' USING ERRCODE = '{}'; END $$",
+                self.code
+            );
+            total.0.batch_execute(&raise).map_err(StorageError::from)?;
+        }
+        total.add(message.event)
+    }
+}
+
+/// Serialization failures are nobody's fault: the whole batch is tried
+/// again, up to [`CONFLICT_RETRIES`] more times, and applies once.
+#[test]
+fn a_batch_that_lost_a_race_is_tried_again_until_it_applies() {
+    let db = Postgres::new();
+    let racy = Racy::new("40001", 3);
+    let mut inbox = stand_ins::Database::inbox(&db, 3);
+    let outcome = inbox.deliver(&racy as &Stand<'_>, &message("m-1", 5));
+    assert_eq!(outcome.unwrap(), Outcome::Applied);
+    assert_eq!(racy.tries.load(Ordering::SeqCst), 4);
+    assert_eq!(stand_ins::Database::number(&db, "SELECT sum FROM total"), 5);
+}
+
+/// A batch that keeps losing is tried exactly 1 + [`CONFLICT_RETRIES`]
+/// times, then reported as a conflict with nothing stored or counted.
+#[test]
+fn a_batch_that_keeps_losing_is_reported_after_its_retries() {
+    let db = Postgres::new();
+    let racy = Racy::new("40P01", u32::MAX);
+    let mut inbox = stand_ins::Database::inbox(&db, 3);
+    let error = inbox
+        .deliver(&racy as &Stand<'_>, &message("m-1", 5))
+        .expect_err("every try lost");
+    assert_eq!(error.fault(), StorageFault::Conflict);
+    assert_eq!(racy.tries.load(Ordering::SeqCst), 1 + CONFLICT_RETRIES);
+    let stored = stand_ins::Database::number(
+        &db,
+        "SELECT (SELECT sum FROM total) + (SELECT count(*) FROM inbox) + (SELECT count(*) FROM attempts)",
+    );
+    assert_eq!(stored, 0);
+}
+
+/// Any other database fault is not retried: reported at once, with
+/// nothing stored or counted.
+#[test]
+fn a_batch_that_met_another_fault_is_not_tried_again() {
+    let db = Postgres::new();
+    let racy = Racy::new("57014", u32::MAX);
+    let mut inbox = stand_ins::Database::inbox(&db, 3);
+    let error = inbox
+        .deliver(&racy as &Stand<'_>, &message("m-1", 5))
+        .expect_err("a statement timeout");
+    assert_eq!(error.fault(), StorageFault::Unavailable);
+    assert_eq!(racy.tries.load(Ordering::SeqCst), 1);
+    let stored = stand_ins::Database::number(
+        &db,
+        "SELECT (SELECT sum FROM total) + (SELECT count(*) FROM inbox) + (SELECT count(*) FROM attempts)",
+    );
+    assert_eq!(stored, 0);
+}

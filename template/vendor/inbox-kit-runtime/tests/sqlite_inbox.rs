@@ -10,11 +10,13 @@ use inbox_kit_runtime::handler::{HandlerError, Registry};
 use inbox_kit_runtime::inbox::Policy;
 use inbox_kit_runtime::message::Message;
 use inbox_kit_runtime::sqlite::{SCHEMA, SqliteHandlers, SqliteInbox};
+use inbox_kit_runtime::storage::StorageError;
 use rusqlite::Connection;
 use stand_ins::{Amounts, Bulk, Credit, TABLES};
 use tempfile::TempDir;
 
-/// The stand-ins' tables: the delivery's connection.
+/// The stand-ins' tables: the delivery's connection. Their errors are
+/// passed on as `StorageError`s, as a project's tables do.
 struct Total<'c>(&'c Connection);
 
 impl Amounts for Total<'_> {
@@ -27,7 +29,8 @@ impl Amounts for Total<'_> {
     fn in_outage(&mut self) -> Result<bool, HandlerError> {
         Ok(self
             .0
-            .query_row("SELECT count(*) > 0 FROM outage", [], |row| row.get(0))?)
+            .query_row("SELECT count(*) > 0 FROM outage", [], |row| row.get(0))
+            .map_err(StorageError::from)?)
     }
 }
 

@@ -394,3 +394,20 @@ fn backoff(retry: u32) -> Duration {
         .subsec_nanos();
     base + base.mul_f64(f64::from(jitter % 1000) / 1000.0)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_doubles_up_to_half_a_second_plus_at_most_as_much_again() {
+        for (retry, base) in [(1, 2), (2, 4), (5, 32), (9, 512), (10, 512), (30, 512)] {
+            let base = Duration::from_millis(base);
+            let waited = backoff(retry);
+            assert!(
+                waited >= base && waited < base * 2,
+                "retry {retry}: {waited:?}, expected {base:?} plus less than as much again"
+            );
+        }
+    }
+}
