@@ -32,9 +32,7 @@
 //! that the tests catch them.
 
 pub use inbox_kit_runtime::delivery::{DeadLetters, Inbox};
-pub use inbox_kit_runtime::inbox::{
-    DeadLetter, FAILED_INDEX, Failure, Outcome, Policy, unix_millis,
-};
+pub use inbox_kit_runtime::inbox::{DeadLetter, FAILED_INDEX, Outcome, Policy, unix_millis};
 pub use inbox_kit_runtime::steps::{Step, steps};
 pub use inbox_kit_runtime::storage::{StorageError, StorageFault};
 
