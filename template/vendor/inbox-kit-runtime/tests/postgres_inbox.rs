@@ -176,6 +176,18 @@ impl stand_ins::Database for Postgres {
     fn execute(&self, sql: &str) {
         self.schema.client().batch_execute(sql).expect("plain SQL");
     }
+    fn refuse_claims_of(&self, message_id: Option<&str>) {
+        let sql = match message_id {
+            Some(id) => format!(
+                "CREATE FUNCTION refuse_claim() RETURNS trigger LANGUAGE plpgsql AS $$
+                 BEGIN RAISE EXCEPTION 'claim refused' USING ERRCODE = '23514'; END $$;
+                 CREATE TRIGGER refuse_claims BEFORE INSERT ON inbox FOR EACH ROW
+                 WHEN (NEW.message_id = '{id}') EXECUTE FUNCTION refuse_claim()"
+            ),
+            None => "DROP TRIGGER refuse_claims ON inbox; DROP FUNCTION refuse_claim()".to_owned(),
+        };
+        self.execute(&sql);
+    }
     fn number(&self, sql: &str) -> i64 {
         self.schema
             .client()

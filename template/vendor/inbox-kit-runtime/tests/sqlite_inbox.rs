@@ -109,6 +109,16 @@ impl stand_ins::Database for Sqlite {
     fn execute(&self, sql: &str) {
         self.connect().execute_batch(sql).expect("plain SQL");
     }
+    fn refuse_claims_of(&self, message_id: Option<&str>) {
+        let sql = match message_id {
+            Some(id) => format!(
+                "CREATE TRIGGER refuse_claims BEFORE INSERT ON inbox WHEN NEW.message_id = '{id}'
+                 BEGIN SELECT RAISE(ABORT, 'claim refused'); END"
+            ),
+            None => "DROP TRIGGER refuse_claims".to_owned(),
+        };
+        self.execute(&sql);
+    }
     fn number(&self, sql: &str) -> i64 {
         self.connect()
             .query_row(sql, [], |row| row.get(0))

@@ -42,6 +42,10 @@ pub trait Database: Sync {
     fn execute(&self, sql: &str);
     /// The single number `sql` selects.
     fn number(&self, sql: &str) -> i64;
+    /// Makes the database refuse every inbox row for `message_id` (a
+    /// trigger raising an error that is not a duplicate key), or, with
+    /// `None`, stop refusing.
+    fn refuse_claims_of(&self, message_id: Option<&str>);
 }
 
 /// One amount, as the stand-ins treat it (see the module doc).
@@ -391,6 +395,32 @@ pub fn a_redrive_applies_a_dead_letter_once_it_can<D: Database>(db: &D) {
     assert_eq!((sum(db), inbox_rows(db)), (7, 1));
 }
 
+/// A claim the database refuses for another reason than a duplicate key
+/// is neither a duplicate nor a failure of the message: the batch is
+/// reported as not committed, and the message applies once the database
+/// takes it.
+pub fn a_claim_the_database_refuses_is_no_duplicate<D: Database>(db: &D) {
+    let mut inbox = db.inbox(3);
+    db.refuse_claims_of(Some("m-x"));
+    let refused = message("m-x", 5);
+    let error = inbox
+        .deliver(D::credit(), &refused)
+        .expect_err("the claim was refused");
+    assert!(!error.to_string().is_empty());
+    assert_eq!((sum(db), inbox_rows(db)), (0, 0));
+    assert_eq!(
+        inbox.failures("credit", "m-x").unwrap(),
+        0,
+        "not the message's fault"
+    );
+    db.refuse_claims_of(None);
+    assert_eq!(
+        inbox.deliver(D::credit(), &refused).unwrap(),
+        Outcome::Applied
+    );
+    assert_eq!(sum(db), 5);
+}
+
 /// 4 workers, each on a connection of its own, each given all 50 messages
 /// in batches of 10 (each worker in another order): every message is
 /// applied by exactly one of them. (Amounts above 100: each one is simply
@@ -455,6 +485,7 @@ macro_rules! every_scenario {
             a_delivery_past_its_attempts_is_parked_unrun,
             a_set_based_run_applies_together_and_falls_back_one_at_a_time,
             a_redrive_applies_a_dead_letter_once_it_can,
+            a_claim_the_database_refuses_is_no_duplicate,
             parallel_workers_apply_each_message_once,
         );
     };
