@@ -10,7 +10,7 @@ mod common;
 use std::fs;
 use std::path::Path;
 
-use common::hook::{HANG, SQLITE_INBOX, Stop, failed_tests, one_at_a_time};
+use common::hook::{SQLITE_INBOX, Stop, failed_tests, hang, one_at_a_time};
 use common::replay::Edit;
 use common::{cargo, cargo_ok, generate};
 
@@ -299,7 +299,8 @@ fn never_blocks_forever() {
 /// ran out of time and which tests had not finished, and the tree is not
 /// remembered as green.
 fn never_waits_past_its_budget(root: &Path) {
-    HANG.apply(root);
+    let hang = hang(root);
+    common::replay::apply(root, &hang);
     // Built before, so that the budget goes to running the tests.
     cargo_ok(root, &["test", "--no-run", "--test", "conformance"]);
     let stop = |session, budget: u64| {
@@ -345,5 +346,7 @@ fn never_waits_past_its_budget(root: &Path) {
         "{:?}",
         again.cargo_calls
     );
-    HANG.revert(root);
+    for edit in hang.iter().rev() {
+        edit.revert(root);
+    }
 }

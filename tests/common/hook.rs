@@ -211,17 +211,58 @@ pub fn failed_tests(libtest_output: &str) -> Vec<String> {
         .collect()
 }
 
-/// A consumer that hangs: every delivery to `debit` applied on its own,
-/// on either database, waits inside its transaction for a signal that
-/// never comes. `debit` is a subject of every required scenario.
-pub const HANG: Edit = Edit {
-    path: "src/handlers/debit.rs",
-    find: "        let debit = Debited::asked_by(message)?;\n",
-    replace: "        let (_go, signal) = std::sync::mpsc::channel::<()>();
-        let _ = signal.recv();
-        let debit = Debited::asked_by(message)?;
-",
-};
+/// An edit of `$path` that makes `$line` wait first for a signal that
+/// never comes.
+macro_rules! wait_forever_before {
+    ($path:literal, $line:literal) => {
+        Edit {
+            path: $path,
+            find: $line,
+            replace: concat!(
+                "        let (_go, signal) = std::sync::mpsc::channel::<()>();\n",
+                "        let _ = signal.recv();\n",
+                $line
+            ),
+        }
+    };
+}
+
+/// A consumer that hangs on SQLite (see [`hang`]).
+const HANG_SQLITE: [Edit; 2] = [
+    wait_forever_before!(
+        "src/sqlite/mod.rs",
+        "        handler.apply(&mut SqliteTables::new(db), message)\n"
+    ),
+    wait_forever_before!(
+        "src/sqlite/mod.rs",
+        "        let tables = &mut SqliteTables::new(db);\n"
+    ),
+];
+
+/// A consumer that hangs on PostgreSQL (see [`hang`]).
+const HANG_POSTGRES: [Edit; 2] = [
+    wait_forever_before!(
+        "src/postgres/mod.rs",
+        "        handler.apply(&mut PgTables::new(tx, statements), message)\n"
+    ),
+    wait_forever_before!(
+        "src/postgres/mod.rs",
+        "        let tables = &mut PgTables::new(tx, statements);\n"
+    ),
+];
+
+/// A consumer that hangs: every delivery the inbox hands to a handler,
+/// one at a time or in a set-based run, waits inside its transaction for a
+/// signal that never comes. The edits are to where the project hands the
+/// runtime's inbox its tables (`src/<database>/mod.rs`), so a handler
+/// called directly (a test of its tables) does not hang.
+pub fn hang(root: &Path) -> Vec<Edit> {
+    if root.join("src/sqlite").exists() {
+        HANG_SQLITE.to_vec()
+    } else {
+        HANG_POSTGRES.to_vec()
+    }
+}
 
 /// The SQLite inbox, in the project's vendored copy of the runtime.
 pub const SQLITE_INBOX: &str = "vendor/inbox-kit-runtime/src/sqlite/inbox.rs";
@@ -286,7 +327,7 @@ pub fn hanging_consumers(root: &Path) -> Vec<(&'static str, Vec<Edit>)> {
         CLAIM_ON_A_SECOND_CONNECTION_POSTGRES.to_vec()
     };
     vec![
-        ("a worker waiting for a signal", vec![HANG]),
+        ("a worker waiting for a signal", hang(root)),
         ("a claim on a second connection", second),
     ]
 }
@@ -309,7 +350,9 @@ pub fn assert_a_hang_blocks_the_stop(root: &Path) {
         for edit in edits.iter().rev() {
             edit.revert(root);
         }
-        let reason = answer.reason();
+        let reason = answer
+            .blocked()
+            .unwrap_or_else(|| panic!("{consumer}: the hang did not block the stop:\n{answer:#?}"));
         assert!(
             reason.contains("hung: a hang counts as a failure")
                 && reason.contains("Scenario: ")
