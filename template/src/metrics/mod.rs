@@ -11,7 +11,7 @@
 //! conventions: counters end in `_total`, units are in the name.
 //!
 //! Given the database ([`Metrics::watching`]), a scrape also reads what
-//! waits there (see [`backlog`]), and readiness asks it whether it is
+//! waits there (see `backlog.rs`), and readiness asks it whether it is
 //! reachable and migrated (see [`health`]).
 //!
 //! The registry is the Prometheus project's own Rust client

@@ -335,7 +335,7 @@ impl Exec for Pipelined {
 
 impl Drop for Pipelined {
     /// Closes the connection politely: dropping the client tells the
-    /// server goodbye, then the socket closes (or, after [`CLOSE_WAIT`], is
+    /// server goodbye, then the socket closes (or, after `CLOSE_WAIT`, is
     /// dropped).
     fn drop(&mut self) {
         drop(self.client.take());
