@@ -332,6 +332,31 @@ pub fn a_delivery_past_its_attempts_is_parked_unrun<D: Database>(db: &D) {
     );
 }
 
+/// A delivery past its attempts is parked unrun even among deliveries
+/// that go through a set-based run together.
+pub fn a_delivery_past_its_attempts_is_parked_even_beside_a_set_based_run<D: Database>(db: &D) {
+    let mut inbox = db.inbox(3);
+    let bulk = Bulk::default();
+    let (a, crashing, c) = (message("a", 1), message("crashing", 2), message("c", 4));
+    let mut past = Delivery::<D::Stands>::new(D::bulk(&bulk), &crashing);
+    past.delivered = 4;
+    let outcomes = inbox
+        .deliver_batch(&[
+            Delivery::new(D::bulk(&bulk), &a),
+            past,
+            Delivery::new(D::bulk(&bulk), &c),
+        ])
+        .unwrap();
+    assert_eq!(outcomes[0], Outcome::Applied);
+    assert!(
+        matches!(&outcomes[1], Outcome::DeadLettered(why) if why.contains("delivered 4 times")),
+        "{outcomes:?}"
+    );
+    assert_eq!(outcomes[2], Outcome::Applied);
+    assert_eq!((sum(db), inbox_rows(db)), (5, 3));
+    assert_eq!(inbox.dead_letters().unwrap().len(), 1);
+}
+
 pub fn a_set_based_run_applies_together_and_falls_back_one_at_a_time<D: Database>(db: &D) {
     let mut inbox = db.inbox(3);
     let bulk = Bulk::default();
@@ -483,6 +508,7 @@ macro_rules! every_scenario {
             a_refused_message_is_dead_lettered_at_once,
             a_panic_fails_only_its_delivery,
             a_delivery_past_its_attempts_is_parked_unrun,
+            a_delivery_past_its_attempts_is_parked_even_beside_a_set_based_run,
             a_set_based_run_applies_together_and_falls_back_one_at_a_time,
             a_redrive_applies_a_dead_letter_once_it_can,
             a_claim_the_database_refuses_is_no_duplicate,
