@@ -321,7 +321,9 @@ const CLAIM_ON_A_SECOND_CONNECTION_POSTGRES: [Edit; 2] = [
 /// and a claim on a second connection waiting for its own transaction's
 /// lock (in this project's database).
 pub fn hanging_consumers(root: &Path) -> Vec<(&'static str, Vec<Edit>)> {
-    let second = if root.join(SQLITE_INBOX).exists() {
+    // The vendored runtime holds both databases' inboxes: the project's
+    // own database module says which one it builds.
+    let second = if root.join("src/sqlite").exists() {
         vec![CLAIM_ON_A_SECOND_CONNECTION_SQLITE]
     } else {
         CLAIM_ON_A_SECOND_CONNECTION_POSTGRES.to_vec()
