@@ -10,7 +10,7 @@ use std::process::{Command, Stdio};
 
 use serde_json::Value;
 
-use super::replay::Edit;
+use super::replay::{Edit, database_of};
 
 /// One stop.
 pub struct Stop<'a> {
@@ -257,7 +257,7 @@ const HANG_POSTGRES: [Edit; 2] = [
 /// runtime's inbox its tables (`src/<database>/mod.rs`), so a handler
 /// called directly (a test of its tables) does not hang.
 pub fn hang(root: &Path) -> Vec<Edit> {
-    if root.join("src/sqlite").exists() {
+    if database_of(root) == "sqlite" {
         HANG_SQLITE.to_vec()
     } else {
         HANG_POSTGRES.to_vec()
@@ -323,7 +323,7 @@ const CLAIM_ON_A_SECOND_CONNECTION_POSTGRES: [Edit; 2] = [
 pub fn hanging_consumers(root: &Path) -> Vec<(&'static str, Vec<Edit>)> {
     // The vendored runtime holds both databases' inboxes: the project's
     // own database module says which one it builds.
-    let second = if root.join("src/sqlite").exists() {
+    let second = if database_of(root) == "sqlite" {
         vec![CLAIM_ON_A_SECOND_CONNECTION_SQLITE]
     } else {
         CLAIM_ON_A_SECOND_CONNECTION_POSTGRES.to_vec()
