@@ -35,7 +35,7 @@ use async_nats::jetstream::{self, AckKind};
 use futures::StreamExt;
 use tokio::task::JoinSet;
 
-use {{crate_name}}::handlers::Debit;
+use {{crate_name}}::handlers::{AnyHandler, Debit};
 use {{crate_name}}::inbox::Policy;
 use {{crate_name}}::pipeline::{self, Options};
 use {{crate_name}}::relay::nats::NatsSink;
@@ -160,7 +160,7 @@ fn consume(broker: &Broker, durable: &str, options: Options) -> f64 {
     let started = Instant::now();
     let run = broker.spawn(pipeline::run_until(
         Box::new(source),
-        vec![Arc::new(Debit)],
+        vec![Arc::new(Debit) as Arc<AnyHandler>],
         move || database.inbox(policy),
         options,
         stop.clone(),

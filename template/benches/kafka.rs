@@ -34,7 +34,7 @@ use std::time::{Duration, Instant};
 
 use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
 
-use {{crate_name}}::handlers::Debit;
+use {{crate_name}}::handlers::{AnyHandler, Debit};
 use {{crate_name}}::inbox::Policy;
 use {{crate_name}}::pipeline::{self, Options};
 use {{crate_name}}::relay::kafka::KafkaSink;
@@ -154,7 +154,7 @@ fn consume(broker: &Broker, group: &str, records: usize, options: Options) -> f6
     let stop = Arc::new(Stop::default());
     let run = broker.spawn(pipeline::run_until(
         Box::new(source),
-        vec![Arc::new(Debit)],
+        vec![Arc::new(Debit) as Arc<AnyHandler>],
         move || database.inbox(policy),
         options,
         stop.clone(),

@@ -31,17 +31,15 @@ pub mod handler;
 pub mod handlers;
 pub mod inbox;
 pub mod message;
-pub mod meter;
 pub mod metrics;
 pub mod pipeline;
 pub mod relay;
 pub mod retention;
 pub mod source;
 pub mod store;
-pub mod trace;
 
 // The runtime crate's modules, under the paths this project's code names.
-pub use inbox_kit_runtime::{progress, stop};
+pub use inbox_kit_runtime::{meter, progress, stop, trace};
 {% if database == "postgres" %}
 pub mod postgres;
 {%- else %}

@@ -8,7 +8,7 @@ use std::time::Duration;
 use clap::Args;
 
 use {{crate_name}}::database::Database;
-use {{crate_name}}::handlers::AnyHandler;
+use {{crate_name}}::handlers::{AnyHandler, Handlers};
 use {{crate_name}}::meter::{Meter, Unmetered};
 use {{crate_name}}::metrics::{Metrics, http};
 use {{crate_name}}::progress::note;
@@ -39,7 +39,7 @@ impl MetricsArgs {
         database: &Database,
         consumers: &[Arc<AnyHandler>],
         broker: Option<Box<dyn BrokerProbe>>,
-    ) -> anyhow::Result<Arc<dyn Meter>> {
+    ) -> anyhow::Result<Arc<dyn Meter<Handlers>>> {
         let Some(addr) = self.metrics_addr else {
             return Ok(Arc::new(Unmetered));
         };

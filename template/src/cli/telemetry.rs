@@ -1,6 +1,6 @@
 //! Where the process reports what it does: logs on stderr (`RUST_LOG`,
 //! `warn` by default), and with `--otlp-endpoint` the spans of
-//! `{{crate_name}}::trace` exported to an OpenTelemetry collector over
+//! `inbox_kit_runtime::trace` exported to an OpenTelemetry collector over
 //! OTLP/HTTP, in batches, from a thread of their own. Without it no span is
 //! recorded at all, so tracing costs nothing when it is off.
 
@@ -15,9 +15,9 @@ use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
 use tracing_subscriber::{EnvFilter, Layer};
 
-use {{crate_name}}::database;
+use {{crate_name}}::{database, trace};
 
-/// This crate's name, which is also its spans' target.
+/// This crate's name, the target of any span of its own.
 const CRATE: &str = env!("CARGO_CRATE_NAME");
 
 /// The reporting in place; exports the spans still buffered when dropped.
@@ -41,7 +41,11 @@ impl Telemetry {
         let spans = exporting.as_ref().map(|provider| {
             tracing_opentelemetry::layer()
                 .with_tracer(provider.tracer(CRATE))
-                .with_filter(Targets::new().with_target(CRATE, Level::INFO))
+                .with_filter(
+                    Targets::new()
+                        .with_target(CRATE, Level::INFO)
+                        .with_target(trace::TARGET, Level::INFO),
+                )
         });
         tracing_subscriber::registry().with(logs).with(spans).init();
         Ok(Self { exporting })

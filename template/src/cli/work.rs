@@ -8,6 +8,7 @@ use clap::Args;
 
 use {{crate_name}}::database::{Database, DatabaseOptions};
 use {{crate_name}}::defaults;
+use {{crate_name}}::event::Event;
 use {{crate_name}}::handlers;
 use {{crate_name}}::handlers::AnyHandler;
 use {{crate_name}}::inbox::Policy;
@@ -59,7 +60,7 @@ impl WorkArgs {
     /// it. Runs on the current runtime.
     pub async fn deliver(
         &self,
-        source: Box<dyn Source>,
+        source: Box<dyn Source<Event>>,
         consumers: Vec<Arc<AnyHandler>>,
         database: Database,
         probe: Option<Box<dyn BrokerProbe>>,

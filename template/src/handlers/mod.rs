@@ -64,6 +64,14 @@ impl Registry for Handlers {
     fn encode(event: &Event) -> (&'static str, String) {
         event.encode()
     }
+
+    fn partition_key(event: &Event) -> u64 {
+        event.partition_key()
+    }
+
+    fn lend<'a>(handler: &'a AnyHandler) -> &'a BorrowedHandler<'a> {
+        handler
+    }
 }
 
 /// Every consumer this service knows, in a fixed order.

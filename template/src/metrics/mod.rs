@@ -31,6 +31,7 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::{Registry, Unit};
 
+use crate::handlers::Handlers;
 use crate::inbox::{Delivery, FAILED_INDEX, Outcome, StorageError};
 use crate::meter::{BatchEnd, Meter, RelayCounts};
 use crate::source::BrokerProbe;
@@ -252,7 +253,7 @@ struct KnownConsumer {
 /// them.
 const RELAY_OUTCOMES: [&str; 4] = ["sent", "already_there", "failed", "parked"];
 
-impl Meter for Metrics {
+impl Meter<Handlers> for Metrics {
     fn batch_began(&self) {
         self.in_flight.began();
     }

@@ -35,7 +35,7 @@ pub use crate::meter::RelayCounts;
 
 use std::time::{Duration, Instant};
 
-use crate::handlers::Notification;
+use crate::handlers::{Handlers, Notification};
 use crate::inbox::StorageError;
 use crate::meter::Meter;
 use crate::progress::Progress;
@@ -199,7 +199,7 @@ pub fn relay_batch(
     let mut results: Vec<(Outgoing, Sent)> = Vec::with_capacity(taken.len());
     let mut closed = None;
     for mut outgoing in taken {
-        let span = trace::relay(&mut outgoing.notification, &outgoing.key);
+        let span = trace::relay(&mut outgoing.notification.trace_parent, &outgoing.key);
         let sent = span.in_scope(|| sink.send(&outgoing));
         span.record("outcome", sent.label());
         match &sent {
@@ -251,7 +251,7 @@ pub struct Watch<'a> {
     /// Where each batch is reported once sent, before it is marked.
     pub progress: &'a Progress,
     /// Told each batch's counts once it is marked (metrics).
-    pub meter: &'a dyn Meter,
+    pub meter: &'a dyn Meter<Handlers>,
 }
 
 /// Relays batch after batch until `watch.until` (or a stop), waiting

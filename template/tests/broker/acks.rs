@@ -30,11 +30,11 @@ fn handlers() -> Vec<Arc<AnyHandler>> {
 /// first time: the handle is thrown away unsettled, as if the ack never
 /// reached the broker.
 struct LosesAcks {
-    inner: Box<dyn Source>,
+    inner: Box<dyn Source<Event>>,
     lost: Mutex<HashSet<String>>,
 }
 
-impl Source for LosesAcks {
+impl Source<Event> for LosesAcks {
     fn run(self: Box<Self>, chunks: &Sender<Vec<Incoming>>, stop: &Stop) -> anyhow::Result<u64> {
         let (inner_chunks, received) = crossbeam_channel::bounded(16);
         let Self { inner, lost } = *self;

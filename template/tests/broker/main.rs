@@ -26,6 +26,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
+use {{crate_name}}::event::Event;
 use {{crate_name}}::handlers::{AnyHandler, Handlers};
 use {{crate_name}}::inbox::{Inbox, StorageError};
 use {{crate_name}}::pipeline::{self, Report};
@@ -68,7 +69,7 @@ impl Seen {
 
 /// What a test puts around the JetStream source: a test double that loses
 /// acknowledgements, or nothing.
-type Wrap = Box<dyn FnOnce(Box<dyn Source>) -> Box<dyn Source>>;
+type Wrap = Box<dyn FnOnce(Box<dyn Source<Event>>) -> Box<dyn Source<Event>>>;
 
 /// The source a test consumes with.
 enum SourceKind {
@@ -87,7 +88,7 @@ fn consume_until_drained<I, F>(
     handlers: Vec<Arc<AnyHandler>>,
     open: F,
     ack_wait: Duration,
-    wrap: impl FnOnce(Box<dyn Source>) -> Box<dyn Source> + 'static,
+    wrap: impl FnOnce(Box<dyn Source<Event>>) -> Box<dyn Source<Event>> + 'static,
 ) -> Seen
 where
     I: Inbox<Handlers> + 'static,
@@ -138,7 +139,7 @@ where
             SourceKind::FireAndForget => {
                 let source = FireAndForget::connect(&nats).await;
                 let counts = source.counts();
-                (Box::new(source) as Box<dyn Source>, counts, None)
+                (Box::new(source) as Box<dyn Source<Event>>, counts, None)
             }
         }
     });

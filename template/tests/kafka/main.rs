@@ -33,6 +33,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+use {{crate_name}}::event::Event;
 use {{crate_name}}::handlers::{AnyHandler, Handlers};
 use {{crate_name}}::inbox::{Inbox, StorageError};
 use {{crate_name}}::pipeline::{self, Report};
@@ -93,23 +94,24 @@ impl Running {
         F: Fn() -> Result<I, StorageError> + Send + Sync + 'static,
     {
         let options = broker.options(GROUP);
-        let (source, counts, finish): (Box<dyn Source>, _, Box<dyn FnOnce() + Send>) = match kind {
-            SourceKind::Real => {
-                let (source, committer) =
-                    broker.block_on(options.connect()).expect("join the group");
-                let counts = Some(source.counts());
-                (
-                    Box::new(source),
-                    counts,
-                    Box::new(move || committer.finish()),
-                )
-            }
-            SourceKind::Broken(mistake) => {
-                let source = BrokenSource::connect(&options, mistake);
-                let finish = source.finisher();
-                (Box::new(source), None, Box::new(finish))
-            }
-        };
+        let (source, counts, finish): (Box<dyn Source<Event>>, _, Box<dyn FnOnce() + Send>) =
+            match kind {
+                SourceKind::Real => {
+                    let (source, committer) =
+                        broker.block_on(options.connect()).expect("join the group");
+                    let counts = Some(source.counts());
+                    (
+                        Box::new(source),
+                        counts,
+                        Box::new(move || committer.finish()),
+                    )
+                }
+                SourceKind::Broken(mistake) => {
+                    let source = BrokenSource::connect(&options, mistake);
+                    let finish = source.finisher();
+                    (Box::new(source), None, Box::new(finish))
+                }
+            };
         let stop = Arc::new(Stop::default());
         let pipeline_options = in_process_options();
         let run = broker.spawn(pipeline::run_until(

@@ -270,7 +270,7 @@ impl<I: Inbox<Handlers>> Inbox<Handlers> for FirstBatchRolledBack<I> {
 
 /// Runs the whole input in this process, one batch per message, watched
 /// by `meter`; the summary.
-fn run_watched(meter: Arc<dyn Meter>) -> Summary {
+fn run_watched(meter: Arc<dyn Meter<Handlers>>) -> Summary {
     let fixture = Fixture::new();
     let database = fixture.database();
     database

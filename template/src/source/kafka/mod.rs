@@ -54,6 +54,7 @@ use rdkafka::{ClientContext, Message as _, Offset, TopicPartitionList};
 
 use super::{Acknowledge, Incoming, Source, Stop, Verdict, retry_delay};
 use crate::envelope::parse_line;
+use crate::event::Event;
 use crate::message::{Message, MessageId, TRACEPARENT};
 use crate::progress::note;
 
@@ -519,7 +520,7 @@ impl Committer {
     }
 }
 
-impl Source for KafkaSource {
+impl Source<Event> for KafkaSource {
     fn run(self: Box<Self>, chunks: &Sender<Vec<Incoming>>, stop: &Stop) -> anyhow::Result<u64> {
         self.consume(chunks, stop)
     }

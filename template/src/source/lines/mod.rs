@@ -18,6 +18,7 @@ use indicatif::ProgressBar;
 
 use super::{Acknowledge, Incoming, Source, Stop, Verdict};
 use crate::envelope::{Rejection, parse_line};
+use crate::event::Event;
 
 /// The longest input line accepted, in bytes.
 pub const MAX_LINE_BYTES: usize = 1024 * 1024;
@@ -59,7 +60,7 @@ impl Acknowledge for LineRead {
     }
 }
 
-impl Source for LinesSource {
+impl Source<Event> for LinesSource {
     fn run(self: Box<Self>, chunks: &Sender<Vec<Incoming>>, stop: &Stop) -> anyhow::Result<u64> {
         let Self {
             input,

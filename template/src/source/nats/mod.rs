@@ -52,6 +52,7 @@ use tokio::sync::mpsc;
 
 use super::{Acknowledge, Incoming, Source, Stop, Verdict};
 use crate::envelope::parse_line;
+use crate::event::Event;
 use crate::message::TRACEPARENT;
 use crate::progress::note;
 
@@ -289,7 +290,7 @@ fn send(chunks: &Sender<Vec<Incoming>>, chunk: &mut Vec<Incoming>) -> anyhow::Re
     Ok(())
 }
 
-impl Source for NatsSource {
+impl Source<Event> for NatsSource {
     fn run(self: Box<Self>, chunks: &Sender<Vec<Incoming>>, stop: &Stop) -> anyhow::Result<u64> {
         // The pipeline runs sources on a blocking thread of its runtime.
         tokio::runtime::Handle::current().block_on(self.consume(chunks, stop))

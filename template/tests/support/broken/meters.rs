@@ -3,6 +3,7 @@
 
 use std::time::Duration;
 
+use {{crate_name}}::handlers::Handlers;
 use {{crate_name}}::inbox::{Delivery, Outcome};
 use {{crate_name}}::meter::{BatchEnd, Meter};
 use {{crate_name}}::metrics::Metrics;
@@ -12,7 +13,7 @@ use {{crate_name}}::metrics::Metrics;
 #[derive(Debug, Default)]
 pub struct DuplicatesCountedAsApplied(pub Metrics);
 
-impl Meter for DuplicatesCountedAsApplied {
+impl Meter<Handlers> for DuplicatesCountedAsApplied {
     fn batch_ended(&self, deliveries: &[Delivery<'_>], how: BatchEnd<'_>, took: Duration) {
         match how {
             BatchEnd::Committed(outcomes) => {
@@ -37,7 +38,7 @@ impl Meter for DuplicatesCountedAsApplied {
 #[derive(Debug, Default)]
 pub struct RollbacksNotCounted(pub Metrics);
 
-impl Meter for RollbacksNotCounted {
+impl Meter<Handlers> for RollbacksNotCounted {
     fn batch_ended(&self, deliveries: &[Delivery<'_>], how: BatchEnd<'_>, took: Duration) {
         if let BatchEnd::Committed(_) = how {
             self.0.batch_ended(deliveries, how, took);

@@ -5,6 +5,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crossbeam_channel::Sender;
 
+use {{crate_name}}::event::Event;
 use {{crate_name}}::message::Message;
 use {{crate_name}}::pipeline::Route;
 use {{crate_name}}::source::{Acknowledge, Incoming, Source, Stop, Verdict};
@@ -22,12 +23,12 @@ impl SourceUnderTest for SettlesOnReceipt {
     fn name(&self) -> String {
         "a source that acknowledges on receipt".into()
     }
-    fn wrap(&self, source: Box<dyn Source>) -> Box<dyn Source> {
+    fn wrap(&self, source: Box<dyn Source<Event>>) -> Box<dyn Source<Event>> {
         Box::new(OnReceipt(source))
     }
 }
 
-struct OnReceipt(Box<dyn Source>);
+struct OnReceipt(Box<dyn Source<Event>>);
 
 /// What the pipeline is given to settle instead: nothing.
 struct AlreadySettled;
@@ -36,7 +37,7 @@ impl Acknowledge for AlreadySettled {
     fn settle(self: Box<Self>, _verdict: Verdict) {}
 }
 
-impl Source for OnReceipt {
+impl Source<Event> for OnReceipt {
     fn run(self: Box<Self>, chunks: &Sender<Vec<Incoming>>, stop: &Stop) -> anyhow::Result<u64> {
         let (inner, received) = crossbeam_channel::bounded(4);
         std::thread::scope(|scope| {
@@ -69,7 +70,7 @@ impl Source for OnReceipt {
 #[derive(Debug, Default)]
 pub struct RoundRobin(AtomicUsize);
 
-impl Route for RoundRobin {
+impl Route<Event> for RoundRobin {
     fn worker(&self, _message: &Message, workers: usize) -> usize {
         self.0.fetch_add(1, Ordering::Relaxed) % workers.max(1)
     }

@@ -12,6 +12,7 @@ use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
 use rdkafka::{ClientConfig, Message as _, Offset, TopicPartitionList};
 
 use {{crate_name}}::envelope::parse_line;
+use {{crate_name}}::event::Event;
 use {{crate_name}}::message::{Message, MessageId};
 use {{crate_name}}::source::kafka::{KafkaOptions, Offsets, Partition};
 use {{crate_name}}::source::{Acknowledge, Incoming, Source, Stop, Verdict, retry_delay};
@@ -206,7 +207,7 @@ fn commit(consumer: &BaseConsumer, state: &mut State, mistake: Mistake) {
     }
 }
 
-impl Source for BrokenSource {
+impl Source<Event> for BrokenSource {
     fn run(self: Box<Self>, chunks: &Sender<Vec<Incoming>>, stop: &Stop) -> anyhow::Result<u64> {
         while !stop.is_raised() {
             let mut chunk = Vec::new();

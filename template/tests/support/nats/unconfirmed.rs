@@ -16,6 +16,7 @@ use crossbeam_channel::Sender;
 use futures::StreamExt;
 
 use {{crate_name}}::envelope::parse_line;
+use {{crate_name}}::event::Event;
 use {{crate_name}}::source::nats::{Counts, NatsOptions, consumer_config};
 use {{crate_name}}::source::{Acknowledge, Incoming, Source, Stop, Verdict};
 
@@ -49,7 +50,7 @@ impl FireAndForget {
     }
 }
 
-impl Source for FireAndForget {
+impl Source<Event> for FireAndForget {
     fn run(self: Box<Self>, chunks: &Sender<Vec<Incoming>>, stop: &Stop) -> anyhow::Result<u64> {
         let runtime = tokio::runtime::Handle::current();
         runtime.block_on(async {

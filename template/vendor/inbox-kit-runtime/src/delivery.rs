@@ -183,6 +183,12 @@ mod tests {
         fn encode(event: &i64) -> (&'static str, String) {
             ("Total", event.to_string())
         }
+        fn partition_key(_: &i64) -> u64 {
+            0
+        }
+        fn lend<'a>(handler: &'a Self::Handler<'static>) -> &'a Self::Handler<'a> {
+            handler
+        }
     }
 
     /// What a project names its deliveries.

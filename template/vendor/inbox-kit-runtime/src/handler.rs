@@ -88,6 +88,13 @@ pub trait Registry: 'static {
     /// An event's wire form, its type and JSON payload: what a dead letter
     /// keeps, so that an operator can read it and re-drive it.
     fn encode(event: &Self::Event) -> (&'static str, String);
+    /// What `event` is about (an account): the pipeline's default route
+    /// gives the messages with equal keys to one worker, in order.
+    fn partition_key(event: &Self::Event) -> u64;
+    /// A handler held for the whole run, lent for one delivery: in a
+    /// project, `handler` itself (the compiler shortens the borrow there;
+    /// it cannot here, where the object is only a generic type).
+    fn lend<'a>(handler: &'a Self::Handler<'static>) -> &'a Self::Handler<'a>;
 }
 
 /// Any error a handler wants to report. Returning one rolls the whole

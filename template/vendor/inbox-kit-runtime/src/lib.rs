@@ -32,6 +32,15 @@
 //!   commit, so a message being retried is never skipped by a restart;
 //! * [`postgres`] (feature `postgres`): the transactional inbox and its
 //!   dead letters on PostgreSQL, on a pipelined connection;
+//! * [`source`]: where messages come from, and how each is settled once
+//!   its transaction returned (done, retry, parked, abandoned);
+//! * [`pipeline`]: a run: a source's messages routed to workers, each
+//!   committing batches through its own inbox, every message settled
+//!   after its commit, the outcomes counted;
+//! * [`meter`]: what watches the transactions and the relay (a project's
+//!   metrics);
+//! * [`trace`]: the `receive`, `deliver` and `relay` spans that follow a
+//!   message across processes (W3C `traceparent`);
 //! * [`progress`]: progress lines, and pausing a process at one of them,
 //!   so tests and scripts follow a run without racing it;
 //! * [`stop`]: ending a run gracefully on a signal.
@@ -41,13 +50,17 @@ pub mod handler;
 pub mod inbox;
 pub mod lines;
 pub mod message;
+pub mod meter;
 #[cfg(feature = "kafka")]
 pub mod offsets;
+pub mod pipeline;
 #[cfg(feature = "postgres")]
 pub mod postgres;
 pub mod progress;
+pub mod source;
 #[cfg(feature = "sqlite")]
 pub mod sqlite;
 pub mod steps;
 pub mod stop;
 pub mod storage;
+pub mod trace;

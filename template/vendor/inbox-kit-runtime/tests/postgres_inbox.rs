@@ -60,6 +60,12 @@ impl Registry for Stands {
     fn encode(amount: &i64) -> (&'static str, String) {
         stand_ins::encode(amount)
     }
+    fn partition_key(_: &i64) -> u64 {
+        0
+    }
+    fn lend<'a>(handler: &'a Self::Handler<'static>) -> &'a Self::Handler<'a> {
+        handler
+    }
 }
 
 impl PgHandlers for Stands {

@@ -21,6 +21,7 @@ use std::sync::{Arc, Mutex};
 
 use crossbeam_channel::Sender;
 
+use {{crate_name}}::event::Event;
 use {{crate_name}}::handlers::{AnyHandler, Handlers};
 use {{crate_name}}::inbox::{Delivery, Inbox, Outcome, Policy, StorageError};
 use {{crate_name}}::message::Message;
@@ -97,7 +98,7 @@ pub struct Scripted {
     witness: Witness,
 }
 
-impl Source for Scripted {
+impl Source<Event> for Scripted {
     fn run(self: Box<Self>, chunks: &Sender<Vec<Incoming>>, _stop: &Stop) -> anyhow::Result<u64> {
         let Self { messages, witness } = *self;
         for chunk in messages.chunks(5) {
@@ -123,7 +124,7 @@ impl Source for Scripted {
 /// How a source is given to the pipeline: as it is, or broken.
 pub trait SourceUnderTest: Sync {
     fn name(&self) -> String;
-    fn wrap(&self, source: Box<dyn Source>) -> Box<dyn Source>;
+    fn wrap(&self, source: Box<dyn Source<Event>>) -> Box<dyn Source<Event>>;
 }
 
 /// The source as it is.
@@ -133,7 +134,7 @@ impl SourceUnderTest for RealSource {
     fn name(&self) -> String {
         "a source that settles what the pipeline says".into()
     }
-    fn wrap(&self, source: Box<dyn Source>) -> Box<dyn Source> {
+    fn wrap(&self, source: Box<dyn Source<Event>>) -> Box<dyn Source<Event>> {
         source
     }
 }
@@ -179,7 +180,7 @@ fn run_pipeline(
     handler: Arc<AnyHandler>,
     messages: Vec<Message>,
     source: &dyn SourceUnderTest,
-    route: Arc<dyn Route>,
+    route: Arc<dyn Route<Event>>,
 ) -> Run {
     let witness = Witness {
         consumer: handler.consumer(),
@@ -234,7 +235,7 @@ fn run_pipeline(
 pub fn through_the_pipeline<S: Subject>(
     subject: &S,
     source: &dyn SourceUnderTest,
-    route: Arc<dyn Route>,
+    route: Arc<dyn Route<Event>>,
 ) -> Result<Play<S::State>, Violation> {
     let _scenario = hangs::scenario(format!(
         "through the pipeline, {}, for `{}`",
@@ -382,6 +383,6 @@ fn routing_problems(messages: &[Message], routed: &[(usize, String)]) -> Vec<Str
 }
 
 /// The routing this consumer uses, for [`through_the_pipeline`].
-pub fn real_route() -> Arc<dyn Route> {
-    Arc::new(ByPartitionKey)
+pub fn real_route() -> Arc<dyn Route<Event>> {
+    Arc::new(ByPartitionKey::<Handlers>::default())
 }

@@ -1,8 +1,9 @@
 //! What a consumer tells whoever watches it from outside, one batch at a
 //! time: the seam between the work (the pipeline's transactions, the
-//! relay's sends) and a metrics backend. This crate's backend is
-//! Prometheus (`crate::metrics`); another one implements the same trait,
-//! and neither the pipeline nor the relay changes.
+//! relay's sends) and a metrics backend. A project's backend (Prometheus
+//! in a generated project) implements [`Meter`]; another backend
+//! implements the same trait, and neither the pipeline nor the relay
+//! changes. Runs that watch nothing use [`Unmetered`].
 //!
 //! Both call it right after a batch ended, with the same outcomes they
 //! count in their summaries ([`crate::pipeline::Summary`],
@@ -12,7 +13,9 @@
 
 use std::time::Duration;
 
-use crate::inbox::{Delivery, Outcome};
+use crate::delivery::Delivery;
+use crate::handler::Registry;
+use crate::inbox::Outcome;
 
 /// How a transaction over a batch ended.
 #[derive(Clone, Copy, Debug)]
@@ -24,14 +27,14 @@ pub enum BatchEnd<'a> {
     RolledBack,
 }
 
-/// Watches a consumer's batches.
-pub trait Meter: Send + Sync + std::fmt::Debug {
+/// Watches a consumer's batches, for the project's handlers `R`.
+pub trait Meter<R: Registry>: Send + Sync + std::fmt::Debug {
     /// This worker (the calling thread) begins a transaction.
     fn batch_began(&self) {}
 
     /// This worker's transaction over `deliveries` ended `how`, `took`
     /// after it began.
-    fn batch_ended(&self, deliveries: &[Delivery<'_>], how: BatchEnd<'_>, took: Duration);
+    fn batch_ended(&self, deliveries: &[Delivery<'_, R>], how: BatchEnd<'_>, took: Duration);
 
     /// The relay sent a batch of notifications and marked it: `counts`
     /// is that batch's.
@@ -44,8 +47,8 @@ pub trait Meter: Send + Sync + std::fmt::Debug {
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Unmetered;
 
-impl Meter for Unmetered {
-    fn batch_ended(&self, _: &[Delivery<'_>], _: BatchEnd<'_>, _: Duration) {}
+impl<R: Registry> Meter<R> for Unmetered {
+    fn batch_ended(&self, _: &[Delivery<'_, R>], _: BatchEnd<'_>, _: Duration) {}
 }
 
 /// What a relay did.

@@ -17,7 +17,7 @@
 //! Each worker owns one connection and takes messages in batches, bounded
 //! by count and by time, so a busy source commits rarely and a quiet one
 //! still commits within a few milliseconds. A message is settled only after
-//! the transaction holding its deliveries returned (see `source`). The
+//! the transaction holding its deliveries returned (see [`crate::source`]). The
 //! queue is bounded, so memory stays flat however much the source holds.
 //!
 //! The source and the workers block (files, database clients), so they run
@@ -35,12 +35,14 @@ use anyhow::Context;
 use crossbeam_channel::{Receiver, Sender};
 use tracing::Span;
 
-use crate::handlers::{AnyHandler, Handlers};
-use crate::inbox::{Delivery, Inbox, Outcome, StorageError};
+use crate::delivery::{Delivery, Inbox};
+use crate::handler::{Registry, Subscriber};
+use crate::inbox::Outcome;
 use crate::message::Message;
 use crate::meter::{BatchEnd, Meter, Unmetered};
 use crate::progress::Progress;
 use crate::source::{Incoming, Source, Stop, Verdict};
+use crate::storage::StorageError;
 use crate::trace;
 
 /// Messages per transaction unless told otherwise. Best of three runs of the
@@ -53,37 +55,54 @@ pub const DEFAULT_BATCH_SIZE: u16 = 256;
 /// the latency a quiet source pays for batching.
 pub const DEFAULT_BATCH_WAIT_MS: u16 = 5;
 
+/// Worker threads unless told otherwise: one, because on SQLite extra
+/// workers add lock handoffs, not throughput. A project's command line
+/// passes its own default (`--workers`).
+pub const DEFAULT_WORKERS: usize = 1;
+
 /// How each line of `--progress-lines` starts.
 pub const PROGRESS_LINE: &str = "progress: committed a batch";
 
-/// Which worker handles a message.
-pub trait Route: Send + Sync + std::fmt::Debug {
+/// Which worker handles a message of events `E`.
+pub trait Route<E>: Send + Sync + std::fmt::Debug {
     /// The worker, `0..workers`, that gets `message`.
-    fn worker(&self, message: &Message, workers: usize) -> usize;
+    fn worker(&self, message: &Message<E>, workers: usize) -> usize;
 }
 
-/// How this consumer routes: by the event's partition key, so that the
-/// messages about one thing (an account) go to one worker, in the order the
-/// source gave them. Two refunds of one payment are then applied one after
-/// the other, in that order; and two workers never wait for each other's
-/// row locks.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct ByPartitionKey;
+/// The default route: by the event's partition key
+/// ([`Registry::partition_key`]), so that the messages about one thing (an
+/// account) go to one worker, in the order the source gave them. Two
+/// refunds of one payment are then applied one after the other, in that
+/// order; and two workers never wait for each other's row locks.
+pub struct ByPartitionKey<R>(std::marker::PhantomData<fn() -> R>);
 
-impl Route for ByPartitionKey {
-    fn worker(&self, message: &Message, workers: usize) -> usize {
-        let key = message.event.partition_key();
+impl<R> Default for ByPartitionKey<R> {
+    fn default() -> Self {
+        Self(std::marker::PhantomData)
+    }
+}
+
+// Written out: a derive would ask `R` itself to be `Debug`.
+impl<R> std::fmt::Debug for ByPartitionKey<R> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ByPartitionKey")
+    }
+}
+
+impl<R: Registry> Route<R::Event> for ByPartitionKey<R> {
+    fn worker(&self, message: &Message<R::Event>, workers: usize) -> usize {
+        let key = R::partition_key(&message.event);
         usize::try_from(key % workers.max(1) as u64).unwrap_or(0)
     }
 }
 
-/// How a run is spread over workers and transactions.
-#[derive(Clone, Debug)]
-pub struct Options {
+/// How a run is spread over workers and transactions, for the project's
+/// handlers `R`.
+pub struct Options<R: Registry> {
     /// Worker threads, each with its own database connection.
     pub workers: usize,
     /// Which worker handles which message.
-    pub route: Arc<dyn Route>,
+    pub route: Arc<dyn Route<R::Event>>,
     /// The most messages one transaction takes.
     pub batch_size: usize,
     /// How long a worker waits for a batch to fill before committing what it
@@ -94,14 +113,41 @@ pub struct Options {
     /// points): [`PROGRESS_LINE`] on stderr, or nowhere.
     pub progress: Progress,
     /// What watches every transaction (metrics); nothing by default.
-    pub meter: Arc<dyn Meter>,
+    pub meter: Arc<dyn Meter<R>>,
 }
 
-impl Default for Options {
+// Written out: a derive would ask `R` itself to be `Clone` and `Debug`.
+impl<R: Registry> Clone for Options<R> {
+    fn clone(&self) -> Self {
+        Self {
+            workers: self.workers,
+            route: self.route.clone(),
+            batch_size: self.batch_size,
+            batch_wait: self.batch_wait,
+            progress: self.progress.clone(),
+            meter: self.meter.clone(),
+        }
+    }
+}
+
+impl<R: Registry> std::fmt::Debug for Options<R> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Options")
+            .field("workers", &self.workers)
+            .field("route", &self.route)
+            .field("batch_size", &self.batch_size)
+            .field("batch_wait", &self.batch_wait)
+            .field("progress", &self.progress)
+            .field("meter", &self.meter)
+            .finish()
+    }
+}
+
+impl<R: Registry> Default for Options<R> {
     fn default() -> Self {
         Self {
-            workers: usize::from(crate::defaults::WORKERS),
-            route: Arc::new(ByPartitionKey),
+            workers: DEFAULT_WORKERS,
+            route: Arc::new(ByPartitionKey::<R>::default()),
             batch_size: usize::from(DEFAULT_BATCH_SIZE),
             batch_wait: Duration::from_millis(u64::from(DEFAULT_BATCH_WAIT_MS)),
             progress: Progress::default(),
@@ -122,14 +168,16 @@ pub struct Report {
 /// counts.
 ///
 /// `open_inbox` is called once per worker, on the worker's thread.
-pub async fn run<I, F>(
-    source: Box<dyn Source>,
-    handlers: Vec<Arc<AnyHandler>>,
+pub async fn run<R, I, F>(
+    source: Box<dyn Source<R::Event>>,
+    handlers: Vec<Arc<R::Handler<'static>>>,
     open_inbox: F,
-    options: Options,
+    options: Options<R>,
 ) -> anyhow::Result<Report>
 where
-    I: Inbox<Handlers> + 'static,
+    R: Registry,
+    R::Event: Send + 'static,
+    I: Inbox<R> + 'static,
     F: Fn() -> Result<I, StorageError> + Send + Sync + 'static,
 {
     let stop = Arc::new(Stop::default());
@@ -141,15 +189,17 @@ where
 
 /// Like [`run`], stopped by `stop` instead of signals (for embedding, and
 /// for tests that stop a broker source once it has nothing left).
-pub async fn run_until<I, F>(
-    source: Box<dyn Source>,
-    handlers: Vec<Arc<AnyHandler>>,
+pub async fn run_until<R, I, F>(
+    source: Box<dyn Source<R::Event>>,
+    handlers: Vec<Arc<R::Handler<'static>>>,
     open_inbox: F,
-    options: Options,
+    options: Options<R>,
     stop: Arc<Stop>,
 ) -> anyhow::Result<Report>
 where
-    I: Inbox<Handlers> + 'static,
+    R: Registry,
+    R::Event: Send + 'static,
+    I: Inbox<R> + 'static,
     F: Fn() -> Result<I, StorageError> + Send + Sync + 'static,
 {
     let workers = options.workers.max(1);
@@ -195,9 +245,13 @@ where
 
 /// Gives each message to the worker `routing` names (see
 /// [`ByPartitionKey`]), keeping the source's order within each worker.
-fn route(routing: &dyn Route, chunks: &Receiver<Vec<Incoming>>, queues: &[Sender<Vec<Incoming>>]) {
+fn route<E>(
+    routing: &dyn Route<E>,
+    chunks: &Receiver<Vec<Incoming<E>>>,
+    queues: &[Sender<Vec<Incoming<E>>>],
+) {
     for chunk in chunks {
-        let mut split: Vec<Vec<Incoming>> = queues.iter().map(|_| Vec::new()).collect();
+        let mut split: Vec<Vec<Incoming<E>>> = queues.iter().map(|_| Vec::new()).collect();
         for incoming in chunk {
             let worker = routing
                 .worker(&incoming.message, queues.len())
@@ -215,11 +269,11 @@ fn route(routing: &dyn Route, chunks: &Receiver<Vec<Incoming>>, queues: &[Sender
 }
 
 /// A worker: commits batches until its queue is closed and drained.
-fn work<I: Inbox<Handlers>>(
+fn work<R: Registry, I: Inbox<R>>(
     mut inbox: I,
-    chunks: &Receiver<Vec<Incoming>>,
-    handlers: &[Arc<AnyHandler>],
-    options: &Options,
+    chunks: &Receiver<Vec<Incoming<R::Event>>>,
+    handlers: &[Arc<R::Handler<'static>>],
+    options: &Options<R>,
 ) -> Summary {
     let mut summary = Summary::default();
     let mut queued = VecDeque::new();
@@ -236,7 +290,7 @@ fn work<I: Inbox<Handlers>>(
                     .iter()
                     .filter(|handler| handler.subscribes_to(&incoming.message.event))
                     .map(|handler| Delivery {
-                        handler: handler.as_ref(),
+                        handler: R::lend(handler),
                         message: &incoming.message,
                         delivered: incoming.delivered,
                     }),
@@ -305,11 +359,11 @@ fn verdict(outcomes: impl Iterator<Item = Outcome>) -> Verdict {
 /// locally first, then chunks from the source, waiting at most `batch_wait`
 /// once the batch has its first message. `false` once the source is done
 /// and nothing is left.
-fn next_batch(
-    chunks: &Receiver<Vec<Incoming>>,
-    queued: &mut VecDeque<Incoming>,
-    batch: &mut Vec<Incoming>,
-    options: &Options,
+fn next_batch<R: Registry>(
+    chunks: &Receiver<Vec<Incoming<R::Event>>>,
+    queued: &mut VecDeque<Incoming<R::Event>>,
+    batch: &mut Vec<Incoming<R::Event>>,
+    options: &Options<R>,
 ) -> bool {
     let mut deadline = None;
     while batch.len() < options.batch_size {
@@ -334,24 +388,48 @@ fn next_batch(
 mod tests {
     use super::*;
 
+    /// Events that are their own partition key.
+    struct Keys;
+
+    impl Registry for Keys {
+        type Event = u64;
+        type Handler<'a> = dyn Subscriber<u64> + 'a;
+        fn has_set_based(_: &Self::Handler<'_>) -> bool {
+            false
+        }
+        fn encode(key: &u64) -> (&'static str, String) {
+            ("Key", key.to_string())
+        }
+        fn partition_key(key: &u64) -> u64 {
+            *key
+        }
+        fn lend<'a>(handler: &'a Self::Handler<'static>) -> &'a Self::Handler<'a> {
+            handler
+        }
+    }
+
     #[test]
     fn routing_by_partition_key_keeps_one_key_on_one_worker() {
-        use crate::event::{Event, PaymentCaptured};
         use crate::message::MessageId;
-        let payment = |id: &str, account| Message {
+        let message = |id: &str, key| Message {
             id: MessageId::new(id).unwrap(),
-            event: Event::PaymentCaptured(PaymentCaptured { account, amount: 1 }),
+            event: key,
             trace_parent: None,
         };
-        let route = ByPartitionKey;
+        let route = ByPartitionKey::<Keys>::default();
         for workers in [1, 3, 4] {
-            let a = route.worker(&payment("a", 7), workers);
-            assert_eq!(route.worker(&payment("b", 7), workers), a);
+            let a = route.worker(&message("a", 7), workers);
+            assert_eq!(route.worker(&message("b", 7), workers), a);
             assert!(a < workers);
         }
         assert_ne!(
-            route.worker(&payment("a", 1), 4),
-            route.worker(&payment("b", 2), 4)
+            route.worker(&message("a", 1), 4),
+            route.worker(&message("b", 2), 4)
+        );
+        assert_eq!(
+            route.worker(&message("a", 9), 0),
+            0,
+            "no workers: the first"
         );
     }
 

@@ -4,7 +4,8 @@
 //! The link between processes is a W3C trace context (`traceparent`),
 //! carried in message headers where the source has them (NATS), kept with
 //! the message ([`crate::message::Message::trace_parent`]) and with each
-//! notification in the outbox, and written on what the relay sends. In
+//! notification in a project's outbox, and written on what its relay
+//! sends. In
 //! this process the spans are `tracing` spans:
 //!
 //! * `receive`: one per message a worker takes, a child of the producer's
@@ -27,11 +28,16 @@ use opentelemetry_sdk::propagation::TraceContextPropagator;
 use tracing::Span;
 use tracing_opentelemetry::OpenTelemetrySpanExt;
 
-use crate::handlers::Notification;
-use crate::inbox::{Delivery, FAILED_INDEX, Outcome};
+use crate::delivery::Delivery;
+use crate::handler::{Registry, Subscriber};
+use crate::inbox::{FAILED_INDEX, Outcome};
 use crate::message::TRACEPARENT;
 use crate::meter::BatchEnd;
 use crate::source::Incoming;
+
+/// The target of every span made here: what a subscriber's filter names
+/// to record them (`Targets::new().with_target(trace::TARGET, Level::INFO)`).
+pub const TARGET: &str = module_path!();
 
 /// Makes `span` a child of the remote span that `traceparent` names; a
 /// missing or malformed one leaves it a root.
@@ -75,7 +81,7 @@ pub fn pass_on(span: &Span, received: Option<String>) -> Option<String> {
 /// A worker took `incoming`: its `receive` span, a child of the producer's
 /// span, whose context the message now carries on (to the notifications
 /// it causes).
-pub fn receive(incoming: &mut Incoming) -> Span {
+pub fn receive<E>(incoming: &mut Incoming<E>) -> Span {
     let message = &mut incoming.message;
     let span = tracing::info_span!(
         "receive",
@@ -89,7 +95,7 @@ pub fn receive(incoming: &mut Incoming) -> Span {
 
 /// The `deliver` span of `delivery`, a child of its message's `receive`
 /// span; its outcome is recorded when the batch ends ([`ended`]).
-pub fn deliver(receive: &Span, delivery: &Delivery<'_>) -> Span {
+pub fn deliver<R: Registry>(receive: &Span, delivery: &Delivery<'_, R>) -> Span {
     tracing::info_span!(
         parent: receive,
         "deliver",
@@ -112,11 +118,11 @@ pub fn ended(delivering: &[Span], how: BatchEnd<'_>) {
 }
 
 /// The `relay` span of one notification's send, a child of the context
-/// stored with it; the notification now carries the span's own (what the
-/// receiver gets). Its outcome is recorded by the caller.
-pub fn relay(notification: &mut Notification, key: &str) -> Span {
+/// stored with it (`trace_parent`), which then holds the span's own (what
+/// the receiver gets). Its outcome is recorded by the caller.
+pub fn relay(trace_parent: &mut Option<String>, key: &str) -> Span {
     let span = tracing::info_span!("relay", key, outcome = tracing::field::Empty);
-    follow(&span, notification.trace_parent.as_deref());
-    notification.trace_parent = pass_on(&span, notification.trace_parent.take());
+    follow(&span, trace_parent.as_deref());
+    *trace_parent = pass_on(&span, trace_parent.take());
     span
 }
