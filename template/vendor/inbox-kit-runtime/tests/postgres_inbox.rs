@@ -8,6 +8,7 @@
 #[macro_use]
 mod stand_ins;
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use inbox_kit_runtime::delivery::Inbox;
@@ -60,8 +61,8 @@ impl Registry for Stands {
     fn encode(amount: &i64) -> (&'static str, String) {
         stand_ins::encode(amount)
     }
-    fn partition_key(_: &i64) -> u64 {
-        0
+    fn partition_key(amount: &i64) -> u64 {
+        stand_ins::partition_key(amount)
     }
     fn lend<'a>(handler: &'a Self::Handler<'static>) -> &'a Self::Handler<'a> {
         handler
@@ -176,6 +177,20 @@ impl stand_ins::Database for Postgres {
     fn credit<'a>() -> &'a Stand<'a> {
         &Credit
     }
+    fn credit_held() -> Arc<Stand<'static>> {
+        Arc::new(Credit)
+    }
+    fn claims(&self) -> Arc<dyn Fn(&str) -> i64 + Send + Sync> {
+        let schema = self.schema.clone();
+        Arc::new(move |id| {
+            schema
+                .client()
+                .query_one("SELECT count(*) FROM inbox WHERE message_id = $1", &[&id])
+                .expect("a count")
+                .get(0)
+        })
+    }
+
     fn bulk<'a>(bulk: &'a Bulk) -> &'a Stand<'a> {
         bulk
     }

@@ -4,6 +4,7 @@
 #[macro_use]
 mod stand_ins;
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use inbox_kit_runtime::handler::{HandlerError, Registry};
@@ -48,8 +49,8 @@ impl Registry for Stands {
     fn encode(amount: &i64) -> (&'static str, String) {
         stand_ins::encode(amount)
     }
-    fn partition_key(_: &i64) -> u64 {
-        0
+    fn partition_key(amount: &i64) -> u64 {
+        stand_ins::partition_key(amount)
     }
     fn lend<'a>(handler: &'a Self::Handler<'static>) -> &'a Self::Handler<'a> {
         handler
@@ -109,6 +110,23 @@ impl stand_ins::Database for Sqlite {
     fn credit<'a>() -> &'a Stand<'a> {
         &Credit
     }
+    fn credit_held() -> Arc<Stand<'static>> {
+        Arc::new(Credit)
+    }
+    fn claims(&self) -> Arc<dyn Fn(&str) -> i64 + Send + Sync> {
+        let path = self.folder.path().join("inbox.db");
+        Arc::new(move |id| {
+            Connection::open(&path)
+                .expect("open")
+                .query_row(
+                    "SELECT count(*) FROM inbox WHERE message_id = ?1",
+                    [id],
+                    |row| row.get(0),
+                )
+                .expect("a count")
+        })
+    }
+
     fn bulk<'a>(bulk: &'a Bulk) -> &'a Stand<'a> {
         bulk
     }

@@ -8,6 +8,11 @@
 //! stores (the total, the inbox rows, the dead letters), counts (failures)
 //! and reports (one outcome per delivery, in order).
 
+mod pipeline;
+
+pub use pipeline::the_pipeline_settles_each_message_after_its_commit;
+
+use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use inbox_kit_runtime::delivery::{DeadLetters, Delivery, Inbox};
@@ -36,6 +41,11 @@ pub trait Database: Sync {
     fn inbox(&self, max_attempts: u32) -> Self::Inbox;
     /// [`Credit`] as the registry holds it.
     fn credit<'a>() -> &'a <Self::Stands as Registry>::Handler<'a>;
+    /// [`Credit`] as a run holds it (the pipeline's handlers).
+    fn credit_held() -> Arc<<Self::Stands as Registry>::Handler<'static>>;
+    /// Counts the inbox rows of a message id on a connection of its own,
+    /// which sees only what was committed.
+    fn claims(&self) -> Arc<dyn Fn(&str) -> i64 + Send + Sync>;
     /// [`Bulk`] as the registry holds it.
     fn bulk<'a>(bulk: &'a Bulk) -> &'a <Self::Stands as Registry>::Handler<'a>;
     /// Runs `sql` outside any inbox.
@@ -114,6 +124,11 @@ impl<T: Amounts + ?Sized> SetBased<i64, T> for Bulk {
         }
         total.add(messages.iter().map(|message| message.event).sum())
     }
+}
+
+/// What an amount is about: equal amounts go to one worker, in order.
+pub fn partition_key(amount: &i64) -> u64 {
+    amount.unsigned_abs()
 }
 
 /// The stand-ins' wire form, for dead letters.
@@ -513,6 +528,7 @@ macro_rules! every_scenario {
             a_redrive_applies_a_dead_letter_once_it_can,
             a_claim_the_database_refuses_is_no_duplicate,
             parallel_workers_apply_each_message_once,
+            the_pipeline_settles_each_message_after_its_commit,
         );
     };
     (@tests $database:expr; $($scenario:ident,)*) => {
