@@ -70,3 +70,22 @@ impl std::fmt::Display for RelayCounts {
         )
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn relay_counts_print_every_count() {
+        let counts = RelayCounts {
+            sent: 4,
+            already_there: 1,
+            failed: 2,
+            parked: 3,
+        };
+        assert_eq!(
+            counts.to_string(),
+            "sent=4 already_there=1 failed=2 parked=3"
+        );
+    }
+}

@@ -433,6 +433,46 @@ mod tests {
         );
     }
 
+    /// A route that names a worker past the last one.
+    #[derive(Debug)]
+    struct PastTheEnd;
+
+    impl Route<u64> for PastTheEnd {
+        fn worker(&self, _: &Message<u64>, workers: usize) -> usize {
+            workers + 5
+        }
+    }
+
+    struct Unsettled;
+
+    impl crate::source::Acknowledge for Unsettled {
+        fn settle(self: Box<Self>, _: Verdict) {}
+    }
+
+    #[test]
+    fn a_worker_past_the_last_one_is_the_last_one() {
+        use crate::message::MessageId;
+        let incoming = |id: &str| Incoming {
+            message: Message {
+                id: MessageId::new(id).unwrap(),
+                event: 1,
+                trace_parent: None,
+            },
+            delivered: 1,
+            ack: Box::new(Unsettled),
+        };
+        let (chunks_in, chunks_out) = crossbeam_channel::unbounded();
+        let (queues_in, queues_out): (Vec<_>, Vec<_>) =
+            (0..2).map(|_| crossbeam_channel::unbounded()).unzip();
+        chunks_in.send(vec![incoming("a"), incoming("b")]).unwrap();
+        drop(chunks_in);
+        route(&PastTheEnd, &chunks_out, &queues_in);
+        assert!(queues_out[0].try_recv().is_err());
+        let last: Vec<Incoming<u64>> = queues_out[1].try_recv().expect("the last worker's");
+        let ids: Vec<&str> = last.iter().map(|i| i.message.id.as_str()).collect();
+        assert_eq!(ids, ["a", "b"], "in the source's order");
+    }
+
     #[test]
     fn a_message_is_done_only_when_every_delivery_is() {
         use Outcome::*;

@@ -55,3 +55,51 @@ impl fmt::Display for Summary {
         )
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn summaries_add_field_by_field_and_print_every_count() {
+        let mut total = Summary {
+            applied: 1,
+            duplicate: 2,
+            failed: 3,
+            rejected: 4,
+            dead_lettered: 5,
+            refused: 6,
+        };
+        total += Summary {
+            applied: 10,
+            duplicate: 20,
+            failed: 30,
+            rejected: 40,
+            dead_lettered: 50,
+            refused: 60,
+        };
+        assert_eq!(
+            total.to_string(),
+            "applied=11 duplicate=22 failed=33 rejected=44 dead_lettered=55 refused=66"
+        );
+    }
+
+    #[test]
+    fn each_outcome_counts_under_its_own_name() {
+        let mut summary = Summary::default();
+        for outcome in [
+            Outcome::Applied,
+            Outcome::Duplicate,
+            Outcome::Duplicate,
+            Outcome::Failed("x".into()),
+            Outcome::DeadLettered("y".into()),
+            Outcome::Refused("z".into()),
+        ] {
+            summary.count(&outcome);
+        }
+        assert_eq!(
+            summary.to_string(),
+            "applied=1 duplicate=2 failed=1 rejected=0 dead_lettered=1 refused=1"
+        );
+    }
+}

@@ -10,7 +10,10 @@
 
 mod pipeline;
 
-pub use pipeline::the_pipeline_settles_each_message_after_its_commit;
+pub use pipeline::{
+    a_batch_the_database_rolls_back_is_abandoned,
+    the_pipeline_settles_each_message_after_its_commit,
+};
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -529,6 +532,7 @@ macro_rules! every_scenario {
             a_claim_the_database_refuses_is_no_duplicate,
             parallel_workers_apply_each_message_once,
             the_pipeline_settles_each_message_after_its_commit,
+            a_batch_the_database_rolls_back_is_abandoned,
         );
     };
     (@tests $database:expr; $($scenario:ident,)*) => {

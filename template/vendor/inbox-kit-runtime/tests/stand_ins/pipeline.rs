@@ -77,6 +77,8 @@ struct Counting {
     began: AtomicU64,
     committed: AtomicU64,
     applied: AtomicU64,
+    rolled_back: AtomicU64,
+    largest_batch: AtomicU64,
 }
 
 impl<R: Registry> Meter<R> for Counting {
@@ -84,8 +86,12 @@ impl<R: Registry> Meter<R> for Counting {
         self.began.fetch_add(1, Ordering::SeqCst);
     }
     fn batch_ended(&self, deliveries: &[Delivery<'_, R>], how: BatchEnd<'_>, _: Duration) {
+        self.largest_batch
+            .fetch_max(deliveries.len() as u64, Ordering::SeqCst);
         let BatchEnd::Committed(outcomes) = how else {
-            panic!("no batch rolls back here");
+            self.rolled_back
+                .fetch_add(deliveries.len() as u64, Ordering::SeqCst);
+            return;
         };
         assert_eq!(outcomes.len(), deliveries.len());
         self.committed
@@ -95,22 +101,23 @@ impl<R: Registry> Meter<R> for Counting {
     }
 }
 
-pub fn the_pipeline_settles_each_message_after_its_commit<D: Database>(db: &D)
+const MAX_ATTEMPTS: u32 = 3;
+const BATCH_SIZE: usize = 8;
+
+/// How one run went: its report, what each message's settling saw, and
+/// what its meter counted.
+struct Played {
+    report: pipeline::Report,
+    settled: BTreeMap<String, Vec<(Verdict, i64)>>,
+    meter: Arc<Counting>,
+}
+
+/// Runs `messages` (id, amount, times delivered) through the pipeline to
+/// the credit stand-in, on `workers` inboxes of `db`.
+fn play<D: Database>(db: &D, messages: Vec<(String, i64, u32)>, workers: usize) -> Played
 where
     D::Inbox: 'static,
 {
-    const MAX_ATTEMPTS: u32 = 3;
-    const WORKERS: usize = 4;
-    // 40 that apply; a copy of the first (equal amounts share a worker,
-    // so it comes after the original); one refused; one failing at its
-    // first attempt; one failing at its last.
-    let mut messages: Vec<(String, i64, u32)> =
-        (1..=40).map(|n| (format!("m-{n}"), 100 + n, 1)).collect();
-    messages.push(("m-1".into(), 101, 2));
-    messages.push(("refused".into(), 0, 1));
-    messages.push(("failing".into(), -5, 1));
-    messages.push(("last-attempt".into(), -6, MAX_ATTEMPTS));
-
     let settled = Settled::default();
     let source = Scripted {
         messages,
@@ -118,14 +125,14 @@ where
         settled: settled.clone(),
     };
     let inboxes = Mutex::new(
-        (0..WORKERS)
+        (0..workers)
             .map(|_| db.inbox(MAX_ATTEMPTS))
             .collect::<Vec<_>>(),
     );
     let meter = Arc::new(Counting::default());
     let options = Options::<D::Stands> {
-        workers: WORKERS,
-        batch_size: 8,
+        workers,
+        batch_size: BATCH_SIZE,
         meter: meter.clone(),
         ..Options::default()
     };
@@ -140,6 +147,36 @@ where
             Arc::new(stop::Stop::default()),
         ))
         .expect("the run");
+    let settled = std::mem::take(&mut *settled.lock().unwrap());
+    Played {
+        report,
+        settled,
+        meter,
+    }
+}
+
+fn metered(count: &AtomicU64) -> u64 {
+    count.load(Ordering::SeqCst)
+}
+
+/// 4 workers: 40 messages that apply; a copy of the first (equal amounts
+/// share a worker, so it comes after the original); one refused; one
+/// failing at its first attempt; one failing at its last.
+pub fn the_pipeline_settles_each_message_after_its_commit<D: Database>(db: &D)
+where
+    D::Inbox: 'static,
+{
+    let mut messages: Vec<(String, i64, u32)> =
+        (1..=40).map(|n| (format!("m-{n}"), 100 + n, 1)).collect();
+    messages.push(("m-1".into(), 101, 2));
+    messages.push(("refused".into(), 0, 1));
+    messages.push(("failing".into(), -5, 1));
+    messages.push(("last-attempt".into(), -6, MAX_ATTEMPTS));
+    let Played {
+        report,
+        settled,
+        meter,
+    } = play(db, messages, 4);
 
     assert_eq!(
         report.summary,
@@ -155,9 +192,8 @@ where
     assert!(!report.interrupted);
     assert_eq!(sum(db), (1..=40).map(|n| 100 + n).sum::<i64>());
 
-    let settled = settled.lock().unwrap();
     assert_eq!(settled.len(), 43, "every message settled: {settled:?}");
-    for (id, verdicts) in settled.iter() {
+    for (id, verdicts) in &settled {
         let expected = match id.as_str() {
             "m-1" => vec![(Verdict::Done, 1), (Verdict::Done, 1)],
             "refused" | "last-attempt" => vec![(Verdict::Parked, 1)],
@@ -169,8 +205,44 @@ where
         assert_eq!(verdicts, &expected, "{id}");
     }
 
-    let metered = |count: &AtomicU64| count.load(Ordering::SeqCst);
     assert_eq!(metered(&meter.committed), 44, "every delivery metered once");
     assert_eq!(metered(&meter.applied), 40);
-    assert!(metered(&meter.began) >= 44 / 8, "{meter:?}");
+    assert_eq!(metered(&meter.rolled_back), 0);
+    assert!(metered(&meter.began) >= 44 / BATCH_SIZE as u64, "{meter:?}");
+    assert!(
+        metered(&meter.largest_batch) <= BATCH_SIZE as u64,
+        "a batch above its size: {meter:?}"
+    );
+}
+
+/// A batch the database does not commit (its claim refused): nothing is
+/// held against its messages, which are left to the source (`Abandoned`),
+/// counted as failed, and shown to the meter as rolled back; they apply
+/// once the database takes them.
+pub fn a_batch_the_database_rolls_back_is_abandoned<D: Database>(db: &D)
+where
+    D::Inbox: 'static,
+{
+    let messages = || vec![("m-x".to_owned(), 5, 1), ("m-y".to_owned(), 5, 1)];
+    db.refuse_claims_of(Some("m-y"));
+    let abandoned = play(db, messages(), 1);
+    assert_eq!(
+        abandoned.report.summary,
+        Summary {
+            failed: 2,
+            rejected: REJECTED,
+            ..Summary::default()
+        }
+    );
+    for id in ["m-x", "m-y"] {
+        assert_eq!(abandoned.settled[id], [(Verdict::Abandoned, 0)], "{id}");
+    }
+    assert_eq!(metered(&abandoned.meter.rolled_back), 2);
+    assert_eq!(metered(&abandoned.meter.committed), 0);
+    assert_eq!(sum(db), 0);
+
+    db.refuse_claims_of(None);
+    let taken = play(db, messages(), 1);
+    assert_eq!(taken.report.summary.applied, 2);
+    assert_eq!(sum(db), 10);
 }
