@@ -44,6 +44,9 @@ use support::consume::{in_process_options, real_inbox};
 use support::kafka::Broker;
 use support::kafka::broken::{BrokenSource, Mistake};
 
+/// A source of this project's events, as the pipeline takes it.
+type EventSource = Box<dyn Source<Event>>;
+
 /// How long a test waits for a consumer to reach what it waits for before
 /// it gives up: a bound for a hung run, far above any real one.
 const PATIENCE: Duration = Duration::from_secs(120);
@@ -94,24 +97,23 @@ impl Running {
         F: Fn() -> Result<I, StorageError> + Send + Sync + 'static,
     {
         let options = broker.options(GROUP);
-        let (source, counts, finish): (Box<dyn Source<Event>>, _, Box<dyn FnOnce() + Send>) =
-            match kind {
-                SourceKind::Real => {
-                    let (source, committer) =
-                        broker.block_on(options.connect()).expect("join the group");
-                    let counts = Some(source.counts());
-                    (
-                        Box::new(source),
-                        counts,
-                        Box::new(move || committer.finish()),
-                    )
-                }
-                SourceKind::Broken(mistake) => {
-                    let source = BrokenSource::connect(&options, mistake);
-                    let finish = source.finisher();
-                    (Box::new(source), None, Box::new(finish))
-                }
-            };
+        let (source, counts, finish): (EventSource, _, Box<dyn FnOnce() + Send>) = match kind {
+            SourceKind::Real => {
+                let (source, committer) =
+                    broker.block_on(options.connect()).expect("join the group");
+                let counts = Some(source.counts());
+                (
+                    Box::new(source),
+                    counts,
+                    Box::new(move || committer.finish()),
+                )
+            }
+            SourceKind::Broken(mistake) => {
+                let source = BrokenSource::connect(&options, mistake);
+                let finish = source.finisher();
+                (Box::new(source), None, Box::new(finish))
+            }
+        };
         let stop = Arc::new(Stop::default());
         let pipeline_options = in_process_options();
         let run = broker.spawn(pipeline::run_until(
