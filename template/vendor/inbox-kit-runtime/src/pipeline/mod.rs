@@ -48,7 +48,8 @@ use crate::trace;
 /// Messages per transaction unless told otherwise. Best of three runs of the
 /// `run` binary on the benchmark's 200,000 lines, one worker: 64 gave about
 /// 240,000 deliveries/s, 256 about 310,000/s; larger batches added little
-/// and hold the write lock longer. (BENCHMARKS.md has the full table.)
+/// and hold the write lock longer. (A generated project's BENCHMARKS.md has
+/// the full table.)
 pub const DEFAULT_BATCH_SIZE: u16 = 256;
 
 /// Longest wait for a batch to fill, in milliseconds, unless told otherwise:
