@@ -15,11 +15,9 @@
 //! crash between the two leaves a committed message unacknowledged, and its
 //! redelivery is a duplicate.
 //!
-//! The brokers differ in how they are told. JetStream settles each message
-//! on its own; Kafka keeps one committed offset per partition, so its
-//! source commits the contiguous prefix of settled offsets (see
-//! `offsets`) and retries a failed message itself. Each project's sources
-//! implement these traits for its own event type `E`.
+//! Each project's sources (a file of lines, its broker) implement these
+//! traits for its own event type `E`, and say how their broker is told;
+//! Kafka's keeps one committed offset per partition (see `offsets`).
 
 use std::time::Duration;
 
