@@ -50,11 +50,21 @@ const OTHER_BREAKS: [Edit; 3] = [
 /// A unit test that fails, with a message full of characters JSON must
 /// escape (the hook's answer is parsed as JSON below).
 const BREAK_UNIT_TEST: Edit = Edit {
-    path: "src/envelope.rs",
-    find: r#"assert_eq!(parse_line(b"{\"id\":\"\xff\"}"), Err(Rejection::NotUtf8));"#,
-    replace: r#"assert_ne!(parse_line(b"{\"id\":\"\xff\"}"), Err(Rejection::NotUtf8), "quote \" backslash \\ tab \t bell \u{7} é ✓");"#,
+    path: "src/event.rs",
+    find: r#"        let (kind, payload) = event.encode();
+        assert_eq!(Event::decode(kind, &payload).unwrap(), event);
+    }
+
+    #[test]
+    fn refuses_amounts_outside_the_range() {"#,
+    replace: r#"        let (kind, payload) = event.encode();
+        assert_ne!(Event::decode(kind, &payload).unwrap(), event, "quote \" backslash \\ tab \t bell \u{7} é ✓");
+    }
+
+    #[test]
+    fn refuses_amounts_outside_the_range() {"#,
 };
-const UNIT_TEST: &str = "envelope::tests::refuses_bytes_that_are_not_utf8";
+const UNIT_TEST: &str = "event::tests::encode_is_the_inverse_of_decode";
 const TRICKY: &str = "quote \" backslash \\ tab \t bell \u{7} é ✓";
 
 /// Code rustc accepts without a warning but clippy does not.

@@ -9,6 +9,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use inbox_kit_runtime::envelope::{InvalidEvent, Wire, decode_payload, encode_payload};
+
 /// The largest amount a single payment may carry (in minor units, e.g. cents).
 ///
 /// It keeps balance arithmetic far away from `i64` overflow, which SQLite
@@ -52,68 +54,9 @@ pub struct PaymentRefunded {
 /// event knows nothing of the message that carries it).
 pub const MAX_BUSINESS_ID_BYTES: usize = 200;
 
-/// Why an event could not be decoded.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum InvalidEvent {
-    #[error("unknown type `{0}`")]
-    UnknownType(String),
-    #[error("bad payload for `{kind}`: {reason}")]
-    BadPayload { kind: &'static str, reason: String },
-}
-
 impl Event {
     pub const PAYMENT_CAPTURED: &'static str = "payment.captured";
     pub const PAYMENT_REFUNDED: &'static str = "payment.refunded";
-
-    /// Decodes the payload of a message of type `kind`.
-    pub fn decode(kind: &str, payload: &str) -> Result<Self, InvalidEvent> {
-        match kind {
-            Self::PAYMENT_CAPTURED => {
-                let payment: PaymentCaptured = parse_payload(Self::PAYMENT_CAPTURED, payload)?;
-                if !(1..=MAX_AMOUNT).contains(&payment.amount) {
-                    return Err(InvalidEvent::BadPayload {
-                        kind: Self::PAYMENT_CAPTURED,
-                        reason: format!("amount must be between 1 and {MAX_AMOUNT}"),
-                    });
-                }
-                Ok(Self::PaymentCaptured(payment))
-            }
-            Self::PAYMENT_REFUNDED => {
-                let refund: PaymentRefunded = parse_payload(Self::PAYMENT_REFUNDED, payload)?;
-                let bad = |reason: String| InvalidEvent::BadPayload {
-                    kind: Self::PAYMENT_REFUNDED,
-                    reason,
-                };
-                for (field, id) in [
-                    ("refund_id", &refund.refund_id),
-                    ("payment_id", &refund.payment_id),
-                ] {
-                    if id.is_empty()
-                        || id.len() > MAX_BUSINESS_ID_BYTES
-                        || id.chars().any(char::is_control)
-                    {
-                        return Err(bad(format!(
-                            "{field} must be 1 to {MAX_BUSINESS_ID_BYTES} bytes without control characters"
-                        )));
-                    }
-                }
-                if !(1..=MAX_AMOUNT).contains(&refund.amount) {
-                    return Err(bad(format!("amount must be between 1 and {MAX_AMOUNT}")));
-                }
-                Ok(Self::PaymentRefunded(refund))
-            }
-            other => Err(InvalidEvent::UnknownType(other.to_owned())),
-        }
-    }
-
-    /// The message type and payload that [`Event::decode`] turns back into
-    /// this event (used to keep dead letters re-drivable).
-    pub fn encode(&self) -> (&'static str, String) {
-        match self {
-            Self::PaymentCaptured(payment) => (Self::PAYMENT_CAPTURED, to_json(payment)),
-            Self::PaymentRefunded(refund) => (Self::PAYMENT_REFUNDED, to_json(refund)),
-        }
-    }
 
     /// What the event is about, for spreading messages over workers: the
     /// pipeline gives events with equal keys to the same worker, in order,
@@ -151,6 +94,58 @@ impl Event {
     }
 }
 
+impl Wire for Event {
+    /// Decodes the payload of a message of type `kind`.
+    fn decode(kind: &str, payload: &str) -> Result<Self, InvalidEvent> {
+        match kind {
+            Self::PAYMENT_CAPTURED => {
+                let payment: PaymentCaptured = decode_payload(Self::PAYMENT_CAPTURED, payload)?;
+                if !(1..=MAX_AMOUNT).contains(&payment.amount) {
+                    return Err(InvalidEvent::BadPayload {
+                        kind: Self::PAYMENT_CAPTURED,
+                        reason: format!("amount must be between 1 and {MAX_AMOUNT}"),
+                    });
+                }
+                Ok(Self::PaymentCaptured(payment))
+            }
+            Self::PAYMENT_REFUNDED => {
+                let refund: PaymentRefunded = decode_payload(Self::PAYMENT_REFUNDED, payload)?;
+                let bad = |reason: String| InvalidEvent::BadPayload {
+                    kind: Self::PAYMENT_REFUNDED,
+                    reason,
+                };
+                for (field, id) in [
+                    ("refund_id", &refund.refund_id),
+                    ("payment_id", &refund.payment_id),
+                ] {
+                    if id.is_empty()
+                        || id.len() > MAX_BUSINESS_ID_BYTES
+                        || id.chars().any(char::is_control)
+                    {
+                        return Err(bad(format!(
+                            "{field} must be 1 to {MAX_BUSINESS_ID_BYTES} bytes without control characters"
+                        )));
+                    }
+                }
+                if !(1..=MAX_AMOUNT).contains(&refund.amount) {
+                    return Err(bad(format!("amount must be between 1 and {MAX_AMOUNT}")));
+                }
+                Ok(Self::PaymentRefunded(refund))
+            }
+            other => Err(InvalidEvent::UnknownType(other.to_owned())),
+        }
+    }
+
+    /// The message type and payload that [`Event::decode`] turns back into
+    /// this event (used to keep dead letters re-drivable).
+    fn encode(&self) -> (&'static str, String) {
+        match self {
+            Self::PaymentCaptured(payment) => (Self::PAYMENT_CAPTURED, encode_payload(payment)),
+            Self::PaymentRefunded(refund) => (Self::PAYMENT_REFUNDED, encode_payload(refund)),
+        }
+    }
+}
+
 /// A handler was given an event it does not subscribe to (a bug in the
 /// routing, never the message's fault).
 #[derive(Debug, thiserror::Error)]
@@ -161,20 +156,6 @@ impl From<&Event> for NotSubscribed {
     fn from(event: &Event) -> Self {
         Self(event.encode().0)
     }
-}
-
-fn parse_payload<T: for<'de> Deserialize<'de>>(
-    kind: &'static str,
-    payload: &str,
-) -> Result<T, InvalidEvent> {
-    serde_json::from_str(payload).map_err(|error| InvalidEvent::BadPayload {
-        kind,
-        reason: error.to_string(),
-    })
-}
-
-fn to_json(payload: &impl Serialize) -> String {
-    serde_json::to_string(payload).expect("payload structs always serialize")
 }
 
 #[cfg(test)]

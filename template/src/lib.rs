@@ -25,7 +25,6 @@
 
 pub mod database;
 pub mod defaults;
-pub mod envelope;
 pub mod event;
 pub mod handler;
 pub mod handlers;
@@ -39,7 +38,7 @@ pub mod source;
 pub mod store;
 
 // The runtime crate's modules, under the paths this project's code names.
-pub use inbox_kit_runtime::{meter, progress, stop, trace};
+pub use inbox_kit_runtime::{envelope, meter, progress, stop, trace};
 {% if database == "postgres" %}
 pub mod postgres;
 {%- else %}

@@ -7,6 +7,7 @@ use clap::Subcommand;
 
 use super::output::outln;
 use {{crate_name}}::database::Database;
+use {{crate_name}}::envelope::Wire;
 use {{crate_name}}::event::Event;
 use {{crate_name}}::handlers;
 use {{crate_name}}::inbox::{DeadLetters, Outcome, Policy};

@@ -30,6 +30,7 @@ pub use refund::{Refund, Refundable, Refunded, Refunds};
 
 pub use inbox_kit_runtime::handler::{BadConsumers, UnknownConsumer};
 
+use crate::envelope::Wire;
 use crate::event::Event;
 use crate::handler::Handler;
 

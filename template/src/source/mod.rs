@@ -1,7 +1,8 @@
-//! Where this project's deliveries come from: a file of lines (`lines`)
-//! and the project's broker, each a [`Source`] of its events. What a source
-//! is, and how each message is settled after its transaction (the
-//! [`Verdict`]s), is the runtime's (`inbox_kit_runtime::source`).
+//! Where this project's deliveries come from: a file of lines (`lines`,
+//! the runtime's) and the project's broker, each a [`Source`] of its
+//! events. What a source is, and how each message is settled after its
+//! transaction (the [`Verdict`]s), is the runtime's
+//! (`inbox_kit_runtime::source`).
 //!
 //! The brokers differ in how they are told. JetStream settles each message
 //! on its own (`nats`); Kafka keeps one committed offset per partition, so
@@ -10,12 +11,13 @@
 {% if broker == "kafka" %}
 pub mod kafka;
 {%- endif %}
-pub mod lines;
 {%- if broker == "nats" %}
 pub mod nats;
 {%- endif %}
 
-pub use inbox_kit_runtime::source::{Acknowledge, BrokerProbe, Source, Stop, Verdict, retry_delay};
+pub use inbox_kit_runtime::source::{
+    Acknowledge, BrokerProbe, Source, Stop, Verdict, lines, retry_delay,
+};
 
 use crate::event::Event;
 

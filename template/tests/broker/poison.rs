@@ -7,6 +7,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use {{crate_name}}::envelope::Wire;
 use {{crate_name}}::event::{Event, PaymentCaptured};
 use {{crate_name}}::handlers::{AnyHandler, Debit, Handlers};
 use {{crate_name}}::inbox::{

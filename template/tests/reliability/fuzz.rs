@@ -4,12 +4,12 @@
 //! cases per property (default 1,000); for a long run:
 //! `FUZZ_CASES=1000000 cargo test --release --test reliability fuzz`.
 
+use inbox_kit_runtime::lines::{Line, Lines};
 use proptest::prelude::*;
 use proptest::test_runner::Config;
 
 use {{crate_name}}::envelope::parse_line;
 use {{crate_name}}::event::{Event, MAX_AMOUNT, PaymentCaptured};
-use {{crate_name}}::source::lines::{Line, Lines};
 
 fn config() -> Config {
     let cases = std::env::var("FUZZ_CASES").map_or(1_000, |value| {
@@ -56,12 +56,12 @@ proptest! {
 
     #[test]
     fn fuzz_the_parser_never_panics_on_arbitrary_bytes(bytes in prop::collection::vec(any::<u8>(), 0..300)) {
-        let _ = parse_line(&bytes);
+        let _ = parse_line::<Event>(&bytes);
     }
 
     #[test]
     fn fuzz_the_parser_never_panics_on_json_like_text(text in json_like()) {
-        let _ = parse_line(text.as_bytes());
+        let _ = parse_line::<Event>(text.as_bytes());
     }
 
     #[test]
@@ -77,7 +77,7 @@ proptest! {
             "headers": { "trace": "ignored" },
         })
         .to_string();
-        let message = parse_line(line.as_bytes()).expect("a valid envelope");
+        let message = parse_line::<Event>(line.as_bytes()).expect("a valid envelope");
         prop_assert_eq!(message.id.as_str(), id.as_str());
         prop_assert_eq!(message.event, Event::PaymentCaptured(PaymentCaptured { account, amount }));
     }

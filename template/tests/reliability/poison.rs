@@ -1,6 +1,7 @@
 //! Poison messages: a payment for an account that does not exist fails
 //! every time it is delivered.
 
+use {{crate_name}}::envelope::Wire;
 use {{crate_name}}::event::{Event, PaymentCaptured};
 use {{crate_name}}::handlers::Debit;
 use {{crate_name}}::inbox::{DeadLetter, DeadLetters, Delivery, Outcome, Policy};

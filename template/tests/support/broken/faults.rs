@@ -5,6 +5,7 @@
 
 use std::time::Duration;
 
+use {{crate_name}}::envelope::Wire;
 use {{crate_name}}::handlers::{BorrowedHandler, Handlers};
 use {{crate_name}}::inbox::{DeadLetter, Delivery, Inbox, Outcome, Policy, StorageError};
 use {{crate_name}}::message::Message;

@@ -32,8 +32,11 @@
 //!   commit, so a message being retried is never skipped by a restart;
 //! * [`postgres`] (feature `postgres`): the transactional inbox and its
 //!   dead letters on PostgreSQL, on a pipelined connection;
+//! * [`envelope`]: the JSON wire format of every source, generic over the
+//!   project's events ([`envelope::Wire`]), and every way a line is refused;
 //! * [`source`]: where messages come from, and how each is settled once
-//!   its transaction returned (done, retry, parked, abandoned);
+//!   its transaction returned (done, retry, parked, abandoned); a file of
+//!   JSON lines is one ([`source::lines`]);
 //! * [`pipeline`]: a run: a source's messages routed to workers, each
 //!   committing batches through its own inbox, every message settled
 //!   after its commit, the outcomes counted;
@@ -46,6 +49,7 @@
 //! * [`stop`]: ending a run gracefully on a signal.
 
 pub mod delivery;
+pub mod envelope;
 pub mod handler;
 pub mod inbox;
 pub mod lines;

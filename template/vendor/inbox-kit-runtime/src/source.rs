@@ -15,9 +15,12 @@
 //! crash between the two leaves a committed message unacknowledged, and its
 //! redelivery is a duplicate.
 //!
-//! Each project's sources (a file of lines, its broker) implement these
-//! traits for its own event type `E`, and say how their broker is told;
-//! Kafka's keeps one committed offset per partition (see `offsets`).
+//! A file of JSON lines, the source every project has, is [`lines`]. Each
+//! project's broker source implements these traits for its own event type
+//! `E`, and says how its broker is told; Kafka's keeps one committed offset
+//! per partition (see `offsets`).
+
+pub mod lines;
 
 use std::time::Duration;
 

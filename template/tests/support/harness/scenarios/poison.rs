@@ -8,6 +8,7 @@
 
 use std::collections::HashSet;
 
+use {{crate_name}}::envelope::Wire;
 use {{crate_name}}::event::Event;
 use {{crate_name}}::handlers::Handlers;
 use {{crate_name}}::inbox::{DeadLetters, Delivery, Outcome, Policy};

@@ -10,6 +10,7 @@
 
 use std::time::Duration;
 
+use {{crate_name}}::envelope::Wire;
 use {{crate_name}}::inbox::DeadLetter;
 use {{crate_name}}::message::Message;
 use {{crate_name}}::store::{Purged, Store};

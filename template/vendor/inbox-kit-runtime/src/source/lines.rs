@@ -7,7 +7,6 @@
 
 mod rejects;
 
-pub use inbox_kit_runtime::lines::{Line, Lines};
 pub use rejects::Rejects;
 
 use std::io::Read;
@@ -17,8 +16,8 @@ use crossbeam_channel::Sender;
 use indicatif::ProgressBar;
 
 use super::{Acknowledge, Incoming, Source, Stop, Verdict};
-use crate::envelope::{Rejection, parse_line};
-use crate::event::Event;
+use crate::envelope::{Rejection, Wire, parse_line};
+use crate::lines::{Line, Lines};
 
 /// The longest input line accepted, in bytes.
 pub const MAX_LINE_BYTES: usize = 1024 * 1024;
@@ -60,8 +59,8 @@ impl Acknowledge for LineRead {
     }
 }
 
-impl Source<Event> for LinesSource {
-    fn run(self: Box<Self>, chunks: &Sender<Vec<Incoming>>, stop: &Stop) -> anyhow::Result<u64> {
+impl<E: Wire + Send + 'static> Source<E> for LinesSource {
+    fn run(self: Box<Self>, chunks: &Sender<Vec<Incoming<E>>>, stop: &Stop) -> anyhow::Result<u64> {
         let Self {
             input,
             mut rejects,
@@ -70,7 +69,7 @@ impl Source<Event> for LinesSource {
         let mut rejected = 0;
         let mut lines = Lines::new(input, MAX_LINE_BYTES);
         let mut chunk = Vec::with_capacity(CHUNK);
-        let send = |chunk: Vec<Incoming>| {
+        let send = |chunk: Vec<Incoming<E>>| {
             chunks
                 .send(chunk)
                 .map_err(|_| anyhow::anyhow!("every worker stopped before the input was read"))
