@@ -217,12 +217,12 @@ pub const RESERVING: Consumer = Consumer {
         },
         Change::Insert {
             path: "src/event.rs",
-            anchor: "/// Why an event could not be decoded.",
+            anchor: "/// The longest refund or payment id a refund may name",
             fixture: "event_payload.rs",
         },
         Change::Insert {
             path: "src/event.rs",
-            anchor: "\n    /// Decodes the payload of a message of type `kind`.",
+            anchor: "\n    /// What the event is about, for spreading messages over workers",
             fixture: "event_const.rs",
         },
         Change::Insert {
@@ -232,7 +232,7 @@ pub const RESERVING: Consumer = Consumer {
         },
         Change::Insert {
             path: "src/event.rs",
-            anchor: "        }\n    }\n\n    /// What the event is about, for spreading messages over workers",
+            anchor: "        }\n    }\n}\n\n/// A handler was given an event",
             fixture: "event_encode.rs",
         },
         Change::Insert {

@@ -2,9 +2,9 @@
 //! group, each partition's offset committed only after the database.
 //!
 //! A record's value is one JSON envelope, exactly like a line of `run`'s
-//! input (see `envelope.rs`). The message id is the producer's: the
-//! `message-id` header if the record has one, otherwise the envelope's
-//! `id`. Never the topic, partition or offset: a producer's retry and a
+//! input (see `crate::envelope`, the runtime's). The message id is the
+//! producer's: the `message-id` header if the record has one, otherwise
+//! the envelope's `id`. Never the topic, partition or offset: a producer's retry and a
 //! republished event land at new offsets and must still be duplicates.
 //! Producers key records by the event's partition key (the account), so
 //! the events about one account are in one partition, in order, and the

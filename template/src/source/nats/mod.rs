@@ -2,8 +2,8 @@
 //! acknowledgements.
 //!
 //! Each stream message's body is one JSON envelope, exactly like a line of
-//! `run`'s input (see `envelope.rs`): the message id is the envelope's `id`,
-//! fixed by the publisher. It is never the stream sequence or anything of
+//! `run`'s input (see `crate::envelope`, the runtime's): the message id is
+//! the envelope's `id`, fixed by the publisher. It is never the stream sequence or anything of
 //! the delivery: a publisher's retry and a redelivery must carry the same
 //! id. (`Nats-Msg-Id`, JetStream's publish-side dedup header, is the
 //! publisher's business: it protects the stream from a publisher's retries
