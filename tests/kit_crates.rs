@@ -10,7 +10,9 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::{POSTGRES, POSTGRES_KAFKA, POSTGRES_NATS, SQLITE_KAFKA, files, generate, kit_root};
+use common::{
+    POSTGRES, POSTGRES_KAFKA, POSTGRES_NATS, SQLITE_KAFKA, SQLITE_NATS, files, generate, kit_root,
+};
 
 /// The kit's crates that every project holds, with the section of its
 /// `Cargo.toml` that names each.
@@ -100,14 +102,16 @@ fn section_of<'a>(manifest: &'a str, line: &str) -> Option<&'a str> {
     None
 }
 
-/// Each variant turns on its database's feature, and Kafka's where the
-/// broker is Kafka: no more (the other database's client stays out of
-/// the build), no less (the project would not compile).
+/// Each variant turns on its database's feature, and its broker's (whose
+/// source the runtime holds): no more (the other database's and brokers'
+/// clients stay out of the build), no less (the project would not
+/// compile).
 #[test]
 fn each_variant_turns_on_the_runtime_features_it_uses() {
     for (variant, features) in [
         (&POSTGRES, r#"["postgres"]"#),
-        (&POSTGRES_NATS, r#"["postgres"]"#),
+        (&POSTGRES_NATS, r#"["postgres", "nats"]"#),
+        (&SQLITE_NATS, r#"["sqlite", "nats"]"#),
         (&SQLITE_KAFKA, r#"["sqlite", "kafka"]"#),
         (&POSTGRES_KAFKA, r#"["postgres", "kafka"]"#),
     ] {

@@ -50,7 +50,7 @@ use support::workload::{Payments, fixture_with_accounts};
 
 const REPEATS: usize = 3;
 const ACK_WAIT: Duration = Duration::from_secs(30);
-/// The source's pull size (see `src/source/nats/mod.rs`).
+/// The source's pull size (see `inbox_kit_runtime::source::nats`).
 const PULL_BATCH: usize = 64;
 
 fn main() {

@@ -1,23 +1,17 @@
-//! Where this project's deliveries come from: a file of lines (`lines`,
-//! the runtime's) and the project's broker, each a [`Source`] of its
-//! events. What a source is, and how each message is settled after its
-//! transaction (the [`Verdict`]s), is the runtime's
-//! (`inbox_kit_runtime::source`).
-//!
-//! The brokers differ in how they are told. JetStream settles each message
-//! on its own (`nats`); Kafka keeps one committed offset per partition, so
-//! its source commits the contiguous prefix of settled offsets and retries
-//! a failed message itself (`kafka`).
-{% if broker == "kafka" %}
-pub mod kafka;
-{%- endif %}
-{%- if broker == "nats" %}
-pub mod nats;
-{%- endif %}
+//! Where this project's deliveries come from: a file of lines (`lines`)
+//! and the project's broker, each a [`Source`] of its events. All of them,
+//! what a source is, and how each message is settled after its transaction
+//! (the [`Verdict`]s) are the runtime's (`inbox_kit_runtime::source`, one
+//! feature per broker); this module gives them this project's event type.
 
 pub use inbox_kit_runtime::source::{
     Acknowledge, BrokerProbe, Source, Stop, Verdict, lines, retry_delay,
 };
+{%- if broker == "kafka" %}
+pub use inbox_kit_runtime::source::kafka;
+{%- elsif broker == "nats" %}
+pub use inbox_kit_runtime::source::nats;
+{%- endif %}
 
 use crate::event::Event;
 

@@ -43,7 +43,9 @@ impl BrokerCommand {
 /// exit 0; a second signal quits at once), or until idle for
 /// `--exit-when-idle`. Prints one summary line: the outcomes, then what
 /// the broker was told.
+// `--group` is the runtime's option; its default is this project's name.
 #[derive(Args)]
+#[command(mut_arg("group", |arg| arg.default_value("{{project-name}}").required(false)))]
 pub struct ConsumeArgs {
     #[command(flatten)]
     kafka: KafkaOptions,

@@ -40,7 +40,9 @@ impl BrokerCommand {
 /// and acknowledge what was taken, then exit 0; a second signal quits at
 /// once), or until idle for `--exit-when-idle`. Prints one summary line:
 /// the outcomes, then what the broker was told.
+// `--durable` is the runtime's option; its default is this project's name.
 #[derive(Args)]
+#[command(mut_arg("durable", |arg| arg.default_value("{{project-name}}").required(false)))]
 pub struct ConsumeArgs {
     #[command(flatten)]
     nats: NatsOptions,

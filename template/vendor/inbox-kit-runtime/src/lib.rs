@@ -28,15 +28,16 @@
 //!   from a write it refused (the delivery failed);
 //! * [`lines`]: input split into lines with a bounded buffer, so one huge
 //!   line cannot exhaust memory;
-//! * [`offsets`] (feature `kafka`): which offset each Kafka partition may
+//! * [`offsets`]: which offset each Kafka partition may
 //!   commit, so a message being retried is never skipped by a restart;
 //! * [`postgres`] (feature `postgres`): the transactional inbox and its
 //!   dead letters on PostgreSQL, on a pipelined connection;
 //! * [`envelope`]: the JSON wire format of every source, generic over the
 //!   project's events ([`envelope::Wire`]), and every way a line is refused;
 //! * [`source`]: where messages come from, and how each is settled once
-//!   its transaction returned (done, retry, parked, abandoned); a file of
-//!   JSON lines is one ([`source::lines`]);
+//!   its transaction returned (done, retry, parked, abandoned): a file of
+//!   JSON lines ([`source::lines`]), NATS JetStream (`source::nats`,
+//!   feature `nats`) and Kafka (`source::kafka`, feature `kafka`);
 //! * [`pipeline`]: a run: a source's messages routed to workers, each
 //!   committing batches through its own inbox, every message settled
 //!   after its commit, the outcomes counted;
@@ -55,7 +56,6 @@ pub mod inbox;
 pub mod lines;
 pub mod message;
 pub mod meter;
-#[cfg(feature = "kafka")]
 pub mod offsets;
 pub mod pipeline;
 #[cfg(feature = "postgres")]

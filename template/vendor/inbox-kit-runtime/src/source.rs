@@ -15,12 +15,19 @@
 //! crash between the two leaves a committed message unacknowledged, and its
 //! redelivery is a duplicate.
 //!
-//! A file of JSON lines, the source every project has, is [`lines`]. Each
-//! project's broker source implements these traits for its own event type
-//! `E`, and says how its broker is told; Kafka's keeps one committed offset
-//! per partition (see `offsets`).
+//! Every source is generic over the project's events (`E`, read through
+//! [`crate::envelope::Wire`]): a file of JSON lines, [`lines`], which every
+//! project has, and one module per broker, each a feature of this crate
+//! that says how its broker is told. JetStream settles each message on its
+//! own (`nats`); Kafka keeps one committed offset per partition, so its
+//! source commits the contiguous prefix of settled offsets and retries a
+//! failed message itself (`kafka`, with `crate::offsets`).
 
+#[cfg(feature = "kafka")]
+pub mod kafka;
 pub mod lines;
+#[cfg(feature = "nats")]
+pub mod nats;
 
 use std::time::Duration;
 

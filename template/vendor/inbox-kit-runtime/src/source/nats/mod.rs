@@ -2,18 +2,19 @@
 //! acknowledgements.
 //!
 //! Each stream message's body is one JSON envelope, exactly like a line of
-//! `run`'s input (see `crate::envelope`, the runtime's): the message id is
-//! the envelope's `id`, fixed by the publisher. It is never the stream sequence or anything of
-//! the delivery: a publisher's retry and a redelivery must carry the same
-//! id. (`Nats-Msg-Id`, JetStream's publish-side dedup header, is the
-//! publisher's business: it protects the stream from a publisher's retries
-//! within a window, not this consumer from redeliveries.)
+//! a file of lines (see [`crate::envelope`]): the message id is the
+//! envelope's `id`, fixed by the publisher. It is never the stream
+//! sequence or anything of the delivery: a publisher's retry and a
+//! redelivery must carry the same id. (`Nats-Msg-Id`, JetStream's
+//! publish-side dedup header, is the publisher's business: it protects the
+//! stream from a publisher's retries within a window, not this consumer
+//! from redeliveries.)
 //!
 //! A `traceparent` header (W3C trace context) is kept with the message:
 //! its spans here, and the notifications it causes, continue the
-//! producer's trace (see `crate::trace`).
+//! producer's trace (see [`crate::trace`]).
 //!
-//! Settling, after the transaction returned (see `source`):
+//! Settling, after the transaction returned (see [`crate::source`]):
 //!
 //! * `Done`: a confirmed acknowledgement (`double_ack`). A plain ack is
 //!   fire and forget: lost on a broken connection, the message comes back.
@@ -51,8 +52,7 @@ use futures::{FutureExt, StreamExt};
 use tokio::sync::mpsc;
 
 use super::{Acknowledge, Incoming, Source, Stop, Verdict};
-use crate::envelope::parse_line;
-use crate::event::Event;
+use crate::envelope::{Wire, parse_line};
 use crate::message::TRACEPARENT;
 use crate::progress::note;
 
@@ -146,7 +146,11 @@ impl NatsSource {
         }
     }
 
-    async fn consume(self, chunks: &Sender<Vec<Incoming>>, stop: &Stop) -> anyhow::Result<u64> {
+    async fn consume<E: Wire>(
+        self,
+        chunks: &Sender<Vec<Incoming<E>>>,
+        stop: &Stop,
+    ) -> anyhow::Result<u64> {
         let mut rejected = 0;
         let mut last_message = Instant::now();
         while !stop.is_raised() {
@@ -191,10 +195,10 @@ impl NatsSource {
     /// the workers together, as one chunk; the source waits for the next
     /// one only with none in hand, so a message never waits for a later
     /// one.
-    async fn hand_over(
+    async fn hand_over<E: Wire>(
         &self,
         mut batch: Batch,
-        chunks: &Sender<Vec<Incoming>>,
+        chunks: &Sender<Vec<Incoming<E>>>,
         rejected: &mut u64,
     ) -> anyhow::Result<bool> {
         let mut received = false;
@@ -223,11 +227,11 @@ impl NatsSource {
     /// Takes one message in for the workers; `None` if it has no JetStream
     /// metadata, or if it was rejected (counted in `rejected`: its body will
     /// never parse, so its redelivery is stopped).
-    fn take_in(
+    fn take_in<E: Wire>(
         &self,
         message: async_nats::jetstream::Message,
         rejected: &mut u64,
-    ) -> Option<Incoming> {
+    ) -> Option<Incoming<E>> {
         let (sequence, delivered) = match message.info() {
             Ok(info) => (
                 info.stream_sequence,
@@ -283,15 +287,15 @@ impl NatsSource {
 }
 
 /// Hands `chunk` (if any) to the workers, leaving it empty.
-fn send(chunks: &Sender<Vec<Incoming>>, chunk: &mut Vec<Incoming>) -> anyhow::Result<()> {
+fn send<E>(chunks: &Sender<Vec<Incoming<E>>>, chunk: &mut Vec<Incoming<E>>) -> anyhow::Result<()> {
     if !chunk.is_empty() && chunks.send(std::mem::take(chunk)).is_err() {
         anyhow::bail!("every worker stopped before the stream was consumed");
     }
     Ok(())
 }
 
-impl Source<Event> for NatsSource {
-    fn run(self: Box<Self>, chunks: &Sender<Vec<Incoming>>, stop: &Stop) -> anyhow::Result<u64> {
+impl<E: Wire + Send + 'static> Source<E> for NatsSource {
+    fn run(self: Box<Self>, chunks: &Sender<Vec<Incoming<E>>>, stop: &Stop) -> anyhow::Result<u64> {
         // The pipeline runs sources on a blocking thread of its runtime.
         tokio::runtime::Handle::current().block_on(self.consume(chunks, stop))
     }

@@ -23,7 +23,9 @@ pub struct NatsOptions {
     pub subjects: Vec<String>,
     /// Durable consumer name: every process with the same name shares the
     /// stream's messages (scale out by starting more).
-    #[arg(long, env = "NATS_DURABLE", default_value = "{{project-name}}")]
+    // No default here: a project gives its own name as the default
+    // (`mut_arg("durable", ...)` on the command that flattens these).
+    #[arg(long, env = "NATS_DURABLE")]
     pub durable: String,
     /// How long the broker waits for an acknowledgement before it delivers
     /// the message again (slow handlers are kept alive with `Progress`).

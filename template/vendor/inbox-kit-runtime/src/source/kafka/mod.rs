@@ -1,10 +1,10 @@
 //! Kafka as a source: the topics' records, read as a member of a consumer
 //! group, each partition's offset committed only after the database.
 //!
-//! A record's value is one JSON envelope, exactly like a line of `run`'s
-//! input (see `crate::envelope`, the runtime's). The message id is the
-//! producer's: the `message-id` header if the record has one, otherwise
-//! the envelope's `id`. Never the topic, partition or offset: a producer's retry and a
+//! A record's value is one JSON envelope, exactly like a line of a file of
+//! lines (see [`crate::envelope`]). The message id is the producer's: the
+//! `message-id` header if the record has one, otherwise the envelope's
+//! `id`. Never the topic, partition or offset: a producer's retry and a
 //! republished event land at new offsets and must still be duplicates.
 //! Producers key records by the event's partition key (the account), so
 //! the events about one account are in one partition, in order, and the
@@ -36,7 +36,7 @@
 mod probe;
 mod setup;
 
-pub use inbox_kit_runtime::offsets;
+pub use crate::offsets;
 pub use offsets::{Offsets, Partition};
 pub use probe::KafkaProbe;
 pub use setup::{KafkaOptions, MESSAGE_ID_HEADER};
@@ -53,8 +53,7 @@ use rdkafka::message::{BorrowedMessage, Headers};
 use rdkafka::{ClientContext, Message as _, Offset, TopicPartitionList};
 
 use super::{Acknowledge, Incoming, Source, Stop, Verdict, retry_delay};
-use crate::envelope::parse_line;
-use crate::event::Event;
+use crate::envelope::{Wire, parse_line};
 use crate::message::{Message, MessageId, TRACEPARENT};
 use crate::progress::note;
 
@@ -75,15 +74,15 @@ const COMMIT_EVERY: Duration = Duration::from_millis(100);
 const REVOKE_PATIENCE: Duration = Duration::from_secs(30);
 
 /// A member of a consumer group, subscribed, ready to be consumed.
-pub struct KafkaSource {
-    consumer: Arc<BaseConsumer<Rebalancing>>,
+pub struct KafkaSource<E: Send + 'static> {
+    consumer: Arc<BaseConsumer<Rebalancing<E>>>,
     exit_when_idle: Option<Duration>,
 }
 
 /// Commits what settles after the source stopped reading; see
 /// [`Committer::finish`].
-pub struct Committer {
-    consumer: Arc<BaseConsumer<Rebalancing>>,
+pub struct Committer<E: Send + 'static> {
+    consumer: Arc<BaseConsumer<Rebalancing<E>>>,
 }
 
 /// Messages counted while consuming.
@@ -105,65 +104,73 @@ pub struct Counts {
 }
 
 /// What a settled message's handle reports to the source.
-struct Settle {
+struct Settle<E> {
     partition: Partition,
     offset: i64,
     verdict: Verdict,
-    message: Message,
+    message: Message<E>,
     delivered: u32,
 }
 
 /// A message waiting to be handed to the workers again.
-struct Due {
+struct Due<E> {
     at: Instant,
-    settle: Settle,
+    settle: Settle<E>,
 }
 
-impl PartialEq for Due {
+impl<E> PartialEq for Due<E> {
     fn eq(&self, other: &Self) -> bool {
         self.at == other.at
     }
 }
-impl Eq for Due {}
-impl PartialOrd for Due {
+impl<E> Eq for Due<E> {}
+impl<E> PartialOrd for Due<E> {
     fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
         Some(self.cmp(other))
     }
 }
-impl Ord for Due {
+impl<E> Ord for Due<E> {
     fn cmp(&self, other: &Self) -> std::cmp::Ordering {
         self.at.cmp(&other.at)
     }
 }
 
 /// What the source and its rebalance callbacks share.
-#[derive(Default)]
-struct Ledger {
+struct Ledger<E> {
     offsets: Offsets,
     /// Failed messages, soonest first.
-    retries: BinaryHeap<Reverse<Due>>,
+    retries: BinaryHeap<Reverse<Due<E>>>,
+}
+
+impl<E> Default for Ledger<E> {
+    fn default() -> Self {
+        Self {
+            offsets: Offsets::default(),
+            retries: BinaryHeap::new(),
+        }
+    }
 }
 
 /// The consumer's context: its shared state, and the rebalance callbacks
 /// that finish a revoked partition's work before it is released.
-pub struct Rebalancing {
-    ledger: Mutex<Ledger>,
-    settles: Receiver<Settle>,
-    settle: Sender<Settle>,
+pub struct Rebalancing<E> {
+    ledger: Mutex<Ledger<E>>,
+    settles: Receiver<Settle<E>>,
+    settle: Sender<Settle<E>>,
     counts: Arc<Counts>,
 }
 
 /// A message's settle handle. Dropped unsettled (a worker gone), it counts
 /// as `Abandoned`: the message is retried, never passed.
-struct KafkaAck {
+struct KafkaAck<E> {
     partition: Partition,
     offset: i64,
     delivered: u32,
-    message: Option<Message>,
-    settle: Sender<Settle>,
+    message: Option<Message<E>>,
+    settle: Sender<Settle<E>>,
 }
 
-impl KafkaAck {
+impl<E> KafkaAck<E> {
     fn send(&mut self, verdict: Verdict) {
         if let Some(message) = self.message.take() {
             // The source outlives every handle; if it is gone, the process
@@ -179,21 +186,21 @@ impl KafkaAck {
     }
 }
 
-impl Acknowledge for KafkaAck {
+impl<E: Send> Acknowledge for KafkaAck<E> {
     fn settle(mut self: Box<Self>, verdict: Verdict) {
         self.send(verdict);
     }
 }
 
-impl Drop for KafkaAck {
+impl<E> Drop for KafkaAck<E> {
     fn drop(&mut self) {
         self.send(Verdict::Abandoned);
     }
 }
 
-impl ClientContext for Rebalancing {}
+impl<E: Send + 'static> ClientContext for Rebalancing<E> {}
 
-impl ConsumerContext for Rebalancing {
+impl<E: Send + 'static> ConsumerContext for Rebalancing<E> {
     /// The broker's answer to every commit, sent with or without waiting.
     fn commit_callback(
         &self,
@@ -221,7 +228,7 @@ impl ConsumerContext for Rebalancing {
     }
 }
 
-impl Rebalancing {
+impl<E: Send + 'static> Rebalancing<E> {
     fn new(counts: Arc<Counts>) -> Self {
         let (settle, settles) = crossbeam_channel::unbounded();
         Self {
@@ -232,20 +239,20 @@ impl Rebalancing {
         }
     }
 
-    fn ledger(&self) -> MutexGuard<'_, Ledger> {
+    fn ledger(&self) -> MutexGuard<'_, Ledger<E>> {
         self.ledger
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     /// Takes in every settle reported so far.
-    fn apply_settles(&self, ledger: &mut Ledger) {
+    fn apply_settles(&self, ledger: &mut Ledger<E>) {
         for settle in self.settles.try_iter() {
             self.apply(ledger, settle);
         }
     }
 
-    fn apply(&self, ledger: &mut Ledger, settle: Settle) {
+    fn apply(&self, ledger: &mut Ledger<E>, settle: Settle<E>) {
         match settle.verdict {
             Verdict::Done | Verdict::Parked => {
                 let count = if settle.verdict == Verdict::Done {
@@ -270,7 +277,7 @@ impl Rebalancing {
     /// waiting for the broker (the loop's commits: a lost one is made good
     /// by the next, or costs duplicates after a crash, never a message);
     /// `Sync` waits (before a partition is released or the consumer leaves).
-    fn commit_due(&self, consumer: &BaseConsumer<Self>, ledger: &mut Ledger, mode: CommitMode) {
+    fn commit_due(&self, consumer: &BaseConsumer<Self>, ledger: &mut Ledger<E>, mode: CommitMode) {
         let due = ledger.offsets.due();
         if due.is_empty() {
             return;
@@ -354,13 +361,13 @@ fn partitions_of(list: &TopicPartitionList) -> Vec<Partition> {
         .collect()
 }
 
-impl KafkaSource {
+impl<E: Wire + Clone + Send + 'static> KafkaSource<E> {
     /// The counts so far, shared (the caller reads them at the end).
     pub fn counts(&self) -> Arc<Counts> {
         self.consumer.context().counts.clone()
     }
 
-    fn consume(&self, chunks: &Sender<Vec<Incoming>>, stop: &Stop) -> anyhow::Result<u64> {
+    fn consume(&self, chunks: &Sender<Vec<Incoming<E>>>, stop: &Stop) -> anyhow::Result<u64> {
         let context = self.consumer.context();
         let mut rejected = 0;
         let mut last_message = Instant::now();
@@ -396,7 +403,7 @@ impl KafkaSource {
     }
 
     /// The retried messages whose wait is over, with new handles.
-    fn due_retries(&self) -> Vec<Incoming> {
+    fn due_retries(&self) -> Vec<Incoming<E>> {
         let context = self.consumer.context();
         let mut ledger = context.ledger();
         let now = Instant::now();
@@ -418,7 +425,7 @@ impl KafkaSource {
 
     /// Polls records into `chunk`: waits for the first, then takes what
     /// has arrived, up to [`CHUNK`].
-    fn poll_into(&self, chunk: &mut Vec<Incoming>, rejected: &mut u64) {
+    fn poll_into(&self, chunk: &mut Vec<Incoming<E>>, rejected: &mut u64) {
         let mut wait = POLL_WAIT;
         while chunk.len() < CHUNK {
             // A poll that served a rebalance or an error returns nothing,
@@ -439,7 +446,7 @@ impl KafkaSource {
 
     /// Takes one record in for the workers; `None` if it was rejected
     /// (counted in `rejected`; its offset passes: it will never parse).
-    fn take_in(&self, record: &BorrowedMessage<'_>, rejected: &mut u64) -> Option<Incoming> {
+    fn take_in(&self, record: &BorrowedMessage<'_>, rejected: &mut u64) -> Option<Incoming<E>> {
         let context = self.consumer.context();
         let partition = Partition {
             topic: record.topic().to_owned(),
@@ -465,9 +472,9 @@ impl KafkaSource {
         &self,
         partition: Partition,
         offset: i64,
-        message: Message,
+        message: Message<E>,
         delivered: u32,
-    ) -> Incoming {
+    ) -> Incoming<E> {
         let ack = Box::new(KafkaAck {
             partition,
             offset,
@@ -485,7 +492,7 @@ impl KafkaSource {
 
 /// A record as a message: its value is an envelope; a `message-id` header,
 /// if any, is its id, and a `traceparent` header its trace context.
-fn read_record(record: &BorrowedMessage<'_>) -> Result<Message, String> {
+fn read_record<E: Wire>(record: &BorrowedMessage<'_>) -> Result<Message<E>, String> {
     let mut message =
         parse_line(record.payload().unwrap_or_default()).map_err(|e| e.to_string())?;
     if let Some(headers) = record.headers() {
@@ -505,7 +512,7 @@ fn read_record(record: &BorrowedMessage<'_>) -> Result<Message, String> {
     Ok(message)
 }
 
-impl Committer {
+impl<E: Send + 'static> Committer<E> {
     /// Call it after the pipeline returned: takes in the last settles,
     /// commits them, and leaves the group (its partitions move at once,
     /// instead of after the session timeout).
@@ -520,8 +527,8 @@ impl Committer {
     }
 }
 
-impl Source<Event> for KafkaSource {
-    fn run(self: Box<Self>, chunks: &Sender<Vec<Incoming>>, stop: &Stop) -> anyhow::Result<u64> {
+impl<E: Wire + Clone + Send + 'static> Source<E> for KafkaSource<E> {
+    fn run(self: Box<Self>, chunks: &Sender<Vec<Incoming<E>>>, stop: &Stop) -> anyhow::Result<u64> {
         self.consume(chunks, stop)
     }
 }

@@ -28,7 +28,9 @@ pub struct KafkaOptions {
     /// Consumer group: every process with the same group shares the
     /// topics' partitions (scale out by starting more, up to one per
     /// partition).
-    #[arg(long, env = "KAFKA_GROUP", default_value = "{{project-name}}")]
+    // No default here: a project gives its own name as the default
+    // (`mut_arg("group", ...)` on the command that flattens these).
+    #[arg(long, env = "KAFKA_GROUP")]
     pub group: String,
     /// Partitions of a topic this creates because it is missing (with
     /// one replica: for development; create production topics yourself).
@@ -55,10 +57,12 @@ impl KafkaOptions {
     }
 
     /// Creates missing topics, joins the group and subscribes.
-    pub async fn connect(&self) -> anyhow::Result<(KafkaSource, Committer)> {
+    pub async fn connect<E: Send + 'static>(
+        &self,
+    ) -> anyhow::Result<(KafkaSource<E>, Committer<E>)> {
         self.create_topics().await?;
         let counts = Arc::new(Counts::default());
-        let consumer: BaseConsumer<Rebalancing> = self
+        let consumer: BaseConsumer<Rebalancing<E>> = self
             .client()
             // Offsets are committed by the source, after the database.
             .set("enable.auto.commit", "false")
