@@ -4,14 +4,14 @@
 //! (the [`Verdict`]s) are the runtime's (`inbox_kit_runtime::source`, one
 //! feature per broker); this module gives them this project's event type.
 
+{% if broker == "kafka" -%}
+pub use inbox_kit_runtime::source::kafka;
+{% elsif broker == "nats" -%}
+pub use inbox_kit_runtime::source::nats;
+{% endif -%}
 pub use inbox_kit_runtime::source::{
     Acknowledge, BrokerProbe, Source, Stop, Verdict, lines, retry_delay,
 };
-{%- if broker == "kafka" %}
-pub use inbox_kit_runtime::source::kafka;
-{%- elsif broker == "nats" %}
-pub use inbox_kit_runtime::source::nats;
-{%- endif %}
 
 use crate::event::Event;
 
