@@ -30,7 +30,6 @@ pub mod handler;
 pub mod handlers;
 pub mod inbox;
 pub mod message;
-pub mod metrics;
 pub mod pipeline;
 pub mod relay;
 pub mod retention;
@@ -38,7 +37,7 @@ pub mod source;
 pub mod store;
 
 // The runtime crate's modules, under the paths this project's code names.
-pub use inbox_kit_runtime::{envelope, meter, progress, stop, trace};
+pub use inbox_kit_runtime::{envelope, meter, metrics, progress, stop, trace};
 {% if database == "postgres" %}
 pub mod postgres;
 {%- else %}

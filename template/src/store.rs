@@ -12,8 +12,11 @@ use crate::handlers::{Handlers, Tables};
 use crate::inbox::{DeadLetters, Inbox, Policy, StorageError};
 use crate::relay;
 
-/// A database holding the inbox and every handler's tables.
-pub trait Store: Clone + Send + Sync + 'static {
+pub use crate::metrics::{Backlog, Watched};
+
+/// A database holding the inbox and every handler's tables, and what its
+/// metrics read ([`Watched`]: the backlog, the tables it lacks).
+pub trait Store: Watched + Clone + Send + Sync + 'static {
     /// One connection's inbox.
     type Inbox: Inbox<Handlers> + DeadLetters<Handlers> + 'static;
 
@@ -36,15 +39,6 @@ pub trait Store: Clone + Send + Sync + 'static {
     /// Inbox rows per consumer, by consumer name.
     fn inbox_rows(&self) -> Result<Vec<(String, u64)>, StorageError>;
 
-    /// What waits for someone: dead letters and unsent notifications.
-    fn backlog(&self) -> Result<Backlog, StorageError>;
-
-    /// The tables of this consumer's schema that the database does not
-    /// have (none: migrated), on a connection of its own that gives up
-    /// quickly; an error if the database cannot be reached. Never creates
-    /// anything.
-    fn missing_tables(&self) -> Result<Vec<String>, StorageError>;
-
     /// Deletes inbox rows, attempt counts and sent notifications older than
     /// `older_than`, in transactions of at most `batch_rows` rows. `progress` gets the running
     /// total of deleted rows.
@@ -54,19 +48,6 @@ pub trait Store: Clone + Send + Sync + 'static {
         batch_rows: u32,
         progress: &mut dyn FnMut(u64),
     ) -> Result<Purged, StorageError>;
-}
-
-/// What waits in the database for someone to act: dead letters for an
-/// operator, unsent notifications for the relay (see [`Store::backlog`]).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Backlog {
-    /// Dead letters per consumer, by consumer name.
-    pub dead_letters: Vec<(String, u64)>,
-    /// Notifications neither sent nor parked.
-    pub unsent: u64,
-    /// When the oldest of them was queued, in milliseconds since the Unix
-    /// epoch; `None` when there are none.
-    pub oldest_unsent_at: Option<i64>,
 }
 
 /// [`Backlog::dead_letters`], the same SQL on every database.

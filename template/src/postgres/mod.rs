@@ -39,7 +39,8 @@ use crate::handlers::{BorrowedHandler, Handlers, Tables};
 use crate::inbox::{Policy, StorageError, StorageFault};
 use crate::message::Message;
 use crate::store::{
-    Backlog, DEAD_LETTERS_PER_CONSUMER, Purged, Store, UNSENT_NOTIFICATIONS, tables_missing,
+    Backlog, DEAD_LETTERS_PER_CONSUMER, Purged, Store, UNSENT_NOTIFICATIONS, Watched,
+    tables_missing,
 };
 
 /// Log directives that cap the database driver, whatever `RUST_LOG` says:
@@ -245,6 +246,17 @@ impl Store for Database {
             .collect())
     }
 
+    fn purge(
+        &self,
+        older_than: Duration,
+        batch_rows: u32,
+        progress: &mut dyn FnMut(u64),
+    ) -> Result<Purged, StorageError> {
+        retention::purge(&mut self.connect()?, older_than, batch_rows, progress)
+    }
+}
+
+impl Watched for Database {
     fn backlog(&self) -> Result<Backlog, StorageError> {
         let mut client = self.connect()?;
         let dead_letters = client
@@ -277,15 +289,6 @@ impl Store for Database {
             .into_iter()
             .flat_map(|schema| tables_missing(schema, &present))
             .collect())
-    }
-
-    fn purge(
-        &self,
-        older_than: Duration,
-        batch_rows: u32,
-        progress: &mut dyn FnMut(u64),
-    ) -> Result<Purged, StorageError> {
-        retention::purge(&mut self.connect()?, older_than, batch_rows, progress)
     }
 }
 

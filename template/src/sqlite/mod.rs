@@ -32,7 +32,8 @@ use crate::handlers::{BorrowedHandler, Handlers, Tables};
 use crate::inbox::{Policy, StorageError};
 use crate::message::Message;
 use crate::store::{
-    Backlog, DEAD_LETTERS_PER_CONSUMER, Purged, Store, UNSENT_NOTIFICATIONS, tables_missing,
+    Backlog, DEAD_LETTERS_PER_CONSUMER, Purged, Store, UNSENT_NOTIFICATIONS, Watched,
+    tables_missing,
 };
 
 /// One connection's inbox: the runtime's, run on this project's tables.
@@ -189,6 +190,17 @@ impl Store for Database {
         Ok(rows.collect::<Result<_, _>>()?)
     }
 
+    fn purge(
+        &self,
+        older_than: Duration,
+        batch_rows: u32,
+        progress: &mut dyn FnMut(u64),
+    ) -> Result<Purged, StorageError> {
+        retention::purge(&mut self.connect()?, older_than, batch_rows, progress)
+    }
+}
+
+impl Watched for Database {
     fn backlog(&self) -> Result<Backlog, StorageError> {
         let db = self.connect()?;
         let dead_letters = db
@@ -218,15 +230,6 @@ impl Store for Database {
             .into_iter()
             .flat_map(|schema| tables_missing(schema, &present))
             .collect())
-    }
-
-    fn purge(
-        &self,
-        older_than: Duration,
-        batch_rows: u32,
-        progress: &mut dyn FnMut(u64),
-    ) -> Result<Purged, StorageError> {
-        retention::purge(&mut self.connect()?, older_than, batch_rows, progress)
     }
 }
 

@@ -41,8 +41,10 @@
 //! * [`pipeline`]: a run: a source's messages routed to workers, each
 //!   committing batches through its own inbox, every message settled
 //!   after its commit, the outcomes counted;
-//! * [`meter`]: what watches the transactions and the relay (a project's
-//!   metrics);
+//! * [`meter`]: what watches the transactions and the relay;
+//! * [`metrics`]: the Prometheus metrics and health endpoints built on a
+//!   [`meter::Meter`], reading the backlog from a project's store
+//!   ([`metrics::Watched`]);
 //! * [`trace`]: the `receive`, `deliver` and `relay` spans that follow a
 //!   message across processes (W3C `traceparent`);
 //! * [`progress`]: progress lines, and pausing a process at one of them,
@@ -56,6 +58,7 @@ pub mod inbox;
 pub mod lines;
 pub mod message;
 pub mod meter;
+pub mod metrics;
 pub mod offsets;
 pub mod pipeline;
 #[cfg(feature = "postgres")]

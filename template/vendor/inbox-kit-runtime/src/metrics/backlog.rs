@@ -14,8 +14,21 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::{Registry, Unit};
 
-use crate::inbox::{StorageError, unix_millis};
-use crate::store::Backlog;
+use crate::inbox::unix_millis;
+use crate::storage::StorageError;
+
+/// What waits in the database for someone to act: dead letters for an
+/// operator, unsent notifications for the relay (see [`super::Watched`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Backlog {
+    /// Dead letters per consumer, by consumer name.
+    pub dead_letters: Vec<(String, u64)>,
+    /// Notifications neither sent nor parked.
+    pub unsent: u64,
+    /// When the oldest of them was queued, in milliseconds since the Unix
+    /// epoch; `None` when there are none.
+    pub oldest_unsent_at: Option<i64>,
+}
 
 /// Whose dead letters a series counts (a name read from the database).
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]

@@ -31,11 +31,13 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::{Registry, Unit};
 
-use crate::handlers::Handlers;
-use crate::inbox::{Delivery, FAILED_INDEX, Outcome, StorageError};
+use crate::delivery::Delivery;
+use crate::handler::{self, Subscriber};
+use crate::inbox::{FAILED_INDEX, Outcome};
 use crate::meter::{BatchEnd, Meter, RelayCounts};
 use crate::source::BrokerProbe;
-use crate::store::{Backlog, Store};
+use crate::storage::StorageError;
+pub use backlog::Backlog;
 use backlog::BacklogGauges;
 use broker::BrokerGauges;
 use health::InFlight;
@@ -53,21 +55,18 @@ struct ConsumerLabels {
     consumer: &'static str,
 }
 
-/// What the metrics read from the database: a [`Store`] (or, in the unit
-/// tests, a stand-in that can fail on demand).
-trait Watched: Send + Sync {
+/// What the metrics read from the database at each scrape and readiness
+/// check: a project's store implements it (in the unit tests, a stand-in
+/// that can fail on demand).
+pub trait Watched: Send + Sync {
+    /// What waits for someone: dead letters and unsent notifications.
     fn backlog(&self) -> Result<Backlog, StorageError>;
+
+    /// The tables of the consumer's schema that the database does not
+    /// have (none: migrated), on a connection of its own that gives up
+    /// quickly; an error if the database cannot be reached. Never creates
+    /// anything.
     fn missing_tables(&self) -> Result<Vec<String>, StorageError>;
-}
-
-impl<S: Store> Watched for S {
-    fn backlog(&self) -> Result<Backlog, StorageError> {
-        Store::backlog(self)
-    }
-
-    fn missing_tables(&self) -> Result<Vec<String>, StorageError> {
-        Store::missing_tables(self)
-    }
 }
 
 /// Which notifications a series counts: `sent` (confirmed), `already_there`
@@ -153,20 +152,16 @@ impl Default for Metrics {
 }
 
 impl Metrics {
-    /// Metrics that also read `store` at every scrape and readiness check,
+    /// Metrics that also read `watched` (a project's store) at every scrape and readiness check,
     /// with every series of `consumers` (and of the relay) there from the
     /// start, at zero: a series that appears only with its first event
     /// makes `rate()` miss that event, and a dashboard show "no data"
     /// where the truth is none. (Their handles are kept, so counting a
     /// delivery takes no lock.)
-    pub fn watching(store: impl Store, consumers: &[&'static str]) -> Self {
-        Self::watching_any(Box::new(store), consumers)
-    }
-
-    fn watching_any(watched: Box<dyn Watched>, consumers: &[&'static str]) -> Self {
+    pub fn watching(watched: impl Watched + 'static, consumers: &[&'static str]) -> Self {
         let mut metrics = Self::default();
         let gauges = BacklogGauges::registered(&mut metrics.registry);
-        metrics.watched = Some((watched, gauges));
+        metrics.watched = Some((Box::new(watched), gauges));
         let known = consumers
             .iter()
             .map(|&consumer| KnownConsumer {
@@ -253,12 +248,12 @@ struct KnownConsumer {
 /// them.
 const RELAY_OUTCOMES: [&str; 4] = ["sent", "already_there", "failed", "parked"];
 
-impl Meter<Handlers> for Metrics {
+impl<R: handler::Registry> Meter<R> for Metrics {
     fn batch_began(&self) {
         self.in_flight.began();
     }
 
-    fn batch_ended(&self, deliveries: &[Delivery<'_>], how: BatchEnd<'_>, took: Duration) {
+    fn batch_ended(&self, deliveries: &[Delivery<'_, R>], how: BatchEnd<'_>, took: Duration) {
         self.in_flight.ended();
         let outcomes: Box<dyn Iterator<Item = usize>> = match how {
             BatchEnd::Committed(outcomes) => Box::new(outcomes.iter().map(Outcome::index)),
@@ -296,20 +291,64 @@ mod tests {
     use std::time::SystemTime;
 
     use super::*;
-    use crate::event::{Event, PaymentCaptured};
-    use crate::handlers::{Debit, Notify};
-    use crate::inbox::{StorageFault, unix_millis};
+    use crate::inbox::unix_millis;
     use crate::message::{Message, MessageId};
+    use crate::storage::StorageFault;
 
-    fn payment(id: &str) -> Message {
+    /// A consumer known by its name alone: all that metrics read of a
+    /// delivery's handler.
+    struct Named(&'static str);
+
+    impl Subscriber<()> for Named {
+        fn consumer(&self) -> &'static str {
+            self.0
+        }
+
+        fn subscribes_to(&self, _: &()) -> bool {
+            true
+        }
+    }
+
+    const DEBIT: Named = Named("debit");
+    const NOTIFY: Named = Named("notify");
+
+    /// A project of named consumers on events that carry nothing.
+    struct Consumers;
+
+    impl handler::Registry for Consumers {
+        type Event = ();
+        type Handler<'a> = dyn Subscriber<()> + 'a;
+        fn has_set_based(_: &Self::Handler<'_>) -> bool {
+            false
+        }
+        fn encode(_: &()) -> (&'static str, String) {
+            ("nothing", String::new())
+        }
+        fn partition_key(_: &()) -> u64 {
+            0
+        }
+        fn lend<'a>(handler: &'a Self::Handler<'static>) -> &'a Self::Handler<'a> {
+            handler
+        }
+    }
+
+    fn payment(id: &str) -> Message<()> {
         Message {
             id: MessageId::new(id).expect("a valid id"),
-            event: Event::PaymentCaptured(PaymentCaptured {
-                account: 1,
-                amount: 10,
-            }),
+            event: (),
             trace_parent: None,
         }
+    }
+
+    /// A first delivery of `message` to `consumer`.
+    fn delivery<'a>(consumer: &'a Named, message: &'a Message<()>) -> Delivery<'a, Consumers> {
+        Delivery::new(consumer as &dyn Subscriber<()>, message)
+    }
+
+    /// `metrics` as the meter of [`Consumers`]' runs (where no delivery
+    /// says whose meter it is).
+    fn meter(metrics: &Metrics) -> &dyn Meter<Consumers> {
+        metrics
     }
 
     #[test]
@@ -318,15 +357,15 @@ mod tests {
         let (a, b, c) = (payment("a"), payment("b"), payment("c"));
         let redelivered = Delivery {
             delivered: 2,
-            ..Delivery::new(&Debit, &b)
+            ..delivery(&DEBIT, &b)
         };
         metrics.batch_ended(
-            &[Delivery::new(&Debit, &a), redelivered],
+            &[delivery(&DEBIT, &a), redelivered],
             BatchEnd::Committed(&[Outcome::Applied, Outcome::Duplicate]),
             Duration::from_millis(3),
         );
         metrics.batch_ended(
-            &[Delivery::new(&Debit, &c)],
+            &[delivery(&DEBIT, &c)],
             BatchEnd::RolledBack,
             Duration::from_millis(1),
         );
@@ -403,8 +442,8 @@ mod tests {
     fn a_scrape_reads_the_backlog_and_keeps_it_when_the_database_is_away() {
         let reachable = Arc::new(AtomicBool::new(true));
         let queued_at = unix_millis(SystemTime::now()) - 90_000;
-        let metrics = Metrics::watching_any(
-            Box::new(StandIn {
+        let metrics = Metrics::watching(
+            StandIn {
                 reachable: reachable.clone(),
                 backlog: Backlog {
                     dead_letters: vec![("debit".to_owned(), 2), ("refund".to_owned(), 1)],
@@ -412,7 +451,7 @@ mod tests {
                     oldest_unsent_at: Some(queued_at),
                 },
                 missing: Vec::new(),
-            }),
+            },
             &[],
         );
         let text = metrics.render();
@@ -446,7 +485,7 @@ mod tests {
 
     #[test]
     fn every_series_of_the_consumers_is_there_from_the_start() {
-        let metrics = Metrics::watching_any(Box::new(StandIn::healthy()), &["debit", "notify"]);
+        let metrics = Metrics::watching(StandIn::healthy(), &["debit", "notify"]);
         let text = metrics.render();
         for outcome in ["applied", "duplicate", "failed", "dead_lettered", "refused"] {
             let line = [
@@ -470,7 +509,7 @@ mod tests {
         let message = payment("a");
         let redelivered = Delivery {
             delivered: 3,
-            ..Delivery::new(&Debit, &message)
+            ..delivery(&DEBIT, &message)
         };
         metrics.batch_ended(
             &[redelivered],
@@ -480,7 +519,7 @@ mod tests {
         metrics.batch_ended(&[redelivered], BatchEnd::RolledBack, Duration::ZERO);
         // Each known consumer through its own handles, never another's.
         metrics.batch_ended(
-            &[Delivery::new(&Notify, &message)],
+            &[delivery(&NOTIFY, &message)],
             BatchEnd::Committed(&[Outcome::Applied]),
             Duration::ZERO,
         );
@@ -503,7 +542,7 @@ mod tests {
 
     #[test]
     fn no_backlog_is_no_lag() {
-        let metrics = Metrics::watching_any(Box::new(StandIn::healthy()), &[]);
+        let metrics = Metrics::watching(StandIn::healthy(), &[]);
         let text = metrics.render();
         assert!(
             has_line(&text, "outbox_oldest_unsent_age_seconds 0.0"),
@@ -516,11 +555,11 @@ mod tests {
     #[test]
     fn ready_while_the_database_answers_and_has_every_table() {
         let reachable = Arc::new(AtomicBool::new(true));
-        let metrics = Metrics::watching_any(
-            Box::new(StandIn {
+        let metrics = Metrics::watching(
+            StandIn {
                 reachable: reachable.clone(),
                 ..StandIn::healthy()
-            }),
+            },
             &[],
         );
         assert_eq!(metrics.readiness(), Ok(()));
@@ -530,11 +569,11 @@ mod tests {
         reachable.store(true, Ordering::SeqCst);
         assert_eq!(metrics.readiness(), Ok(()));
 
-        let unmigrated = Metrics::watching_any(
-            Box::new(StandIn {
+        let unmigrated = Metrics::watching(
+            StandIn {
                 missing: vec!["inbox".to_owned(), "attempts".to_owned()],
                 ..StandIn::healthy()
-            }),
+            },
             &[],
         );
         assert_eq!(
@@ -548,7 +587,7 @@ mod tests {
         let metrics = Metrics::default();
         assert_eq!(metrics.liveness(Duration::ZERO), Ok(()), "idle is live");
         let (message, day) = (payment("a"), Duration::from_secs(86_400));
-        metrics.batch_began();
+        meter(&metrics).batch_began();
         assert_eq!(metrics.liveness(day), Ok(()), "within the limit");
         let stuck = metrics
             .liveness(Duration::ZERO)
@@ -557,13 +596,13 @@ mod tests {
         // Another worker ending its batch does not free this one's.
         std::thread::scope(|scope| {
             scope.spawn(|| {
-                metrics.batch_began();
-                metrics.batch_ended(&[], BatchEnd::Committed(&[]), Duration::ZERO);
+                meter(&metrics).batch_began();
+                meter(&metrics).batch_ended(&[], BatchEnd::Committed(&[]), Duration::ZERO);
             });
         });
         assert!(metrics.liveness(Duration::ZERO).is_err());
         metrics.batch_ended(
-            &[Delivery::new(&Debit, &message)],
+            &[delivery(&DEBIT, &message)],
             BatchEnd::Committed(&[Outcome::Applied]),
             Duration::ZERO,
         );
@@ -573,13 +612,13 @@ mod tests {
     #[test]
     fn relay_sends_are_counted_by_outcome_each_once() {
         let metrics = Metrics::default();
-        metrics.relayed(&RelayCounts {
+        meter(&metrics).relayed(&RelayCounts {
             sent: 5,
             already_there: 2,
             failed: 1,
             parked: 0,
         });
-        metrics.relayed(&RelayCounts {
+        meter(&metrics).relayed(&RelayCounts {
             sent: 1,
             already_there: 0,
             failed: 0,
