@@ -8,7 +8,7 @@
 
 use std::time::Duration;
 
-use crate::handlers::{Handlers, Tables};
+use crate::handlers::{Handlers, Notification, Tables};
 use crate::inbox::{DeadLetters, Inbox, Policy, StorageError};
 use crate::relay;
 
@@ -21,7 +21,7 @@ pub trait Store: Watched + Clone + Send + Sync + 'static {
     type Inbox: Inbox<Handlers> + DeadLetters<Handlers> + 'static;
 
     /// The outbox as a relay sees it.
-    type RelayQueue: relay::Queue + 'static;
+    type RelayQueue: relay::Queue<Notification> + 'static;
 
     /// Opens a new connection for one worker.
     fn inbox(&self, policy: Policy) -> Result<Self::Inbox, StorageError>;

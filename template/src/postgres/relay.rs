@@ -23,7 +23,7 @@ use postgres::{Row, Statement};
 
 use crate::handlers::Notification;
 use crate::inbox::{StorageError, unix_millis};
-use crate::relay::{Outgoing, Parked, Queue, RelayPolicy, Sent, idempotency_key};
+use crate::relay::{Notice, Outgoing, Parked, Queue, RelayPolicy, Sent};
 
 use super::{Exec, Pipelined};
 
@@ -74,7 +74,7 @@ fn notification(row: &Row) -> Notification {
     }
 }
 
-impl Queue for PgQueue {
+impl Queue<Notification> for PgQueue {
     fn take(&mut self, limit: usize) -> Result<Vec<Outgoing>, StorageError> {
         let now = unix_millis(SystemTime::now());
         self.client.begin();
@@ -88,7 +88,7 @@ impl Queue for PgQueue {
             .map(|row| {
                 let notification = notification(row);
                 Outgoing {
-                    key: idempotency_key(&notification),
+                    key: notification.idempotency_key(),
                     notification,
                     failures: row.get::<_, i32>(4).unsigned_abs(),
                 }
@@ -167,7 +167,7 @@ impl Queue for PgQueue {
         Ok(rows
             .iter()
             .map(|row| Parked {
-                key: idempotency_key(&notification(row)),
+                key: notification(row).idempotency_key(),
                 failures: row.get::<_, i32>(4).unsigned_abs(),
                 last_error: row.get::<_, Option<String>>(5).unwrap_or_default(),
                 parked_at: row.get(6),

@@ -13,7 +13,7 @@ use rusqlite::{Connection, params};
 
 use crate::handlers::Notification;
 use crate::inbox::{StorageError, StorageFault, unix_millis};
-use crate::relay::{Outgoing, Parked, Queue, RelayPolicy, Sent, idempotency_key};
+use crate::relay::{Notice, Outgoing, Parked, Queue, RelayPolicy, Sent};
 
 /// Up to `?2` rows due at `?1`, oldest first.
 const DUE: &str =
@@ -54,7 +54,7 @@ impl SqliteQueue {
     }
 }
 
-impl Queue for SqliteQueue {
+impl Queue<Notification> for SqliteQueue {
     fn take(&mut self, limit: usize) -> Result<Vec<Outgoing>, StorageError> {
         let now = unix_millis(SystemTime::now());
         let mut statement = self.db.prepare_cached(DUE)?;
@@ -67,7 +67,7 @@ impl Queue for SqliteQueue {
                 trace_parent: row.get(5)?,
             };
             Ok(Outgoing {
-                key: idempotency_key(&notification),
+                key: notification.idempotency_key(),
                 notification,
                 failures: row.get(4)?,
             })
@@ -140,7 +140,7 @@ impl Queue for SqliteQueue {
                 trace_parent: row.get(7)?,
             };
             Ok(Parked {
-                key: idempotency_key(&notification),
+                key: notification.idempotency_key(),
                 failures: row.get(4)?,
                 last_error: row.get::<_, Option<String>>(5)?.unwrap_or_default(),
                 parked_at: row.get(6)?,

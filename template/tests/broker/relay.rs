@@ -8,7 +8,7 @@ use std::process::Command;
 
 use {{crate_name}}::handlers::Notify;
 use {{crate_name}}::relay::nats::NatsSink;
-use {{crate_name}}::relay::{Outgoing, Sent, Sink, idempotency_key};
+use {{crate_name}}::relay::{Notice, Outgoing, Sent, Sink};
 
 use crate::support::harness::{InboxUnderTest, RealInbox, deliver_all, fixture_for};
 use crate::support::nats::Broker;
@@ -65,7 +65,7 @@ fn the_relay_publishes_each_notification_once_and_the_stream_absorbs_a_resend() 
         .expect("connect");
     for notification in notifications {
         let outgoing = Outgoing {
-            key: idempotency_key(&notification),
+            key: notification.idempotency_key(),
             notification,
             failures: 0,
         };

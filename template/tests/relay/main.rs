@@ -69,7 +69,7 @@ impl Recorder {
     }
 }
 
-impl Sink for Recorder {
+impl Sink<Notification> for Recorder {
     fn send(&mut self, outgoing: &Outgoing) -> Sent {
         self.lines.lock().unwrap().push(to_line(outgoing));
         Sent::Confirmed

@@ -5,6 +5,7 @@
 use std::collections::BTreeSet;
 use std::sync::Barrier;
 
+use {{crate_name}}::handlers::Notification;
 use {{crate_name}}::meter::Unmetered;
 use {{crate_name}}::progress::Progress;
 use {{crate_name}}::relay::{Outgoing, RelayPolicy, Sent, Sink, Until, Watch, relay};
@@ -20,7 +21,7 @@ struct MeetsTheOther<'a> {
     meeting: Option<&'a Barrier>,
 }
 
-impl Sink for MeetsTheOther<'_> {
+impl Sink<Notification> for MeetsTheOther<'_> {
     fn send(&mut self, outgoing: &Outgoing) -> Sent {
         if let Some(meeting) = self.meeting.take() {
             meeting.wait();

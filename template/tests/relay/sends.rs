@@ -4,6 +4,7 @@
 use std::collections::BTreeSet;
 use std::time::Duration;
 
+use {{crate_name}}::handlers::Notification;
 use {{crate_name}}::meter::Unmetered;
 use {{crate_name}}::progress::Progress;
 use {{crate_name}}::relay::{
@@ -48,7 +49,7 @@ struct Refuses {
     inner: Recorder,
 }
 
-impl Sink for Refuses {
+impl Sink<Notification> for Refuses {
     fn send(&mut self, outgoing: &Outgoing) -> Sent {
         if outgoing.key == self.key {
             return Sent::Failed("the receiver refused it".into());

@@ -11,6 +11,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+use {{crate_name}}::handlers::Notification;
 use {{crate_name}}::progress::Progress;
 use {{crate_name}}::relay::{
     Outgoing, Queue, RelayCounts, RelayError, RelayPolicy, Sent, Sink, relay_batch,
@@ -26,8 +27,8 @@ trait RelayUnderTest {
     fn batch(
         &self,
         fixture: &Fixture,
-        queue: &mut dyn Queue,
-        sink: &mut dyn Sink,
+        queue: &mut dyn Queue<Notification>,
+        sink: &mut dyn Sink<Notification>,
         policy: RelayPolicy,
     ) -> Result<RelayCounts, RelayError>;
 }
@@ -42,8 +43,8 @@ impl RelayUnderTest for Real {
     fn batch(
         &self,
         _fixture: &Fixture,
-        queue: &mut dyn Queue,
-        sink: &mut dyn Sink,
+        queue: &mut dyn Queue<Notification>,
+        sink: &mut dyn Sink<Notification>,
         policy: RelayPolicy,
     ) -> Result<RelayCounts, RelayError> {
         relay_batch(queue, sink, BATCH, policy, &Progress::default())
@@ -61,8 +62,8 @@ impl RelayUnderTest for MarksBeforeSending {
     fn batch(
         &self,
         _fixture: &Fixture,
-        queue: &mut dyn Queue,
-        sink: &mut dyn Sink,
+        queue: &mut dyn Queue<Notification>,
+        sink: &mut dyn Sink<Notification>,
         policy: RelayPolicy,
     ) -> Result<RelayCounts, RelayError> {
         let taken = queue.take(BATCH)?;
@@ -89,9 +90,9 @@ struct KeyChangesOnResend;
 static SENDS: AtomicU64 = AtomicU64::new(0);
 
 /// Rewrites each outgoing key before the real sink sees it.
-struct FreshKeys<'a>(&'a mut dyn Sink);
+struct FreshKeys<'a>(&'a mut dyn Sink<Notification>);
 
-impl Sink for FreshKeys<'_> {
+impl Sink<Notification> for FreshKeys<'_> {
     fn send(&mut self, outgoing: &Outgoing) -> Sent {
         let mut fresh = outgoing.clone();
         fresh.key = format!("{}#{}", outgoing.key, SENDS.fetch_add(1, Ordering::Relaxed));
@@ -106,8 +107,8 @@ impl RelayUnderTest for KeyChangesOnResend {
     fn batch(
         &self,
         _fixture: &Fixture,
-        queue: &mut dyn Queue,
-        sink: &mut dyn Sink,
+        queue: &mut dyn Queue<Notification>,
+        sink: &mut dyn Sink<Notification>,
         policy: RelayPolicy,
     ) -> Result<RelayCounts, RelayError> {
         relay_batch(
@@ -132,8 +133,8 @@ impl RelayUnderTest for DeletesFailingRows {
     fn batch(
         &self,
         fixture: &Fixture,
-        queue: &mut dyn Queue,
-        sink: &mut dyn Sink,
+        queue: &mut dyn Queue<Notification>,
+        sink: &mut dyn Sink<Notification>,
         policy: RelayPolicy,
     ) -> Result<RelayCounts, RelayError> {
         let taken = queue.take(BATCH)?;
@@ -169,7 +170,7 @@ struct DiesAfter {
     survives: usize,
 }
 
-impl Sink for DiesAfter {
+impl Sink<Notification> for DiesAfter {
     fn send(&mut self, outgoing: &Outgoing) -> Sent {
         assert!(self.survives > 0, "the relay process dies here");
         self.survives -= 1;
@@ -246,7 +247,7 @@ fn failing_row_is_parked(relay: &dyn RelayUnderTest) -> Result<(), String> {
     let fixture = outbox_with(3);
     let refused = "email:pay-00002".to_owned();
     struct RefusesOne(Recorder, String);
-    impl Sink for RefusesOne {
+    impl Sink<Notification> for RefusesOne {
         fn send(&mut self, outgoing: &Outgoing) -> Sent {
             if outgoing.key == self.1 {
                 return Sent::Failed("refused".into());

@@ -12,7 +12,7 @@ use {{crate_name}}::handlers::{CHANNELS, Notification, Outbox};
 use {{crate_name}}::meter::Unmetered;
 use {{crate_name}}::progress::Progress;
 use {{crate_name}}::relay::{
-    Outgoing, RelayCounts, RelayPolicy, Sent, Sink, Until, Watch, idempotency_key, relay,
+    Notice, Outgoing, RelayCounts, RelayPolicy, Sent, Sink, Until, Watch, relay,
 };
 use {{crate_name}}::stop::Stop;
 use {{crate_name}}::store::Store;
@@ -26,7 +26,12 @@ const RELAY_BATCH: usize = 100;
 /// Prints the table: `rows` outbox rows sent by the plain loop and by the
 /// relay into sinks that `sink` makes; `what` says where they go. Each
 /// figure is the median of `repeats` runs on fresh outboxes.
-pub fn relay_table<S: Sink>(what: &str, rows: usize, repeats: usize, sink: impl Fn() -> S) {
+pub fn relay_table<S: Sink<Notification>>(
+    what: &str,
+    rows: usize,
+    repeats: usize,
+    sink: impl Fn() -> S,
+) {
     println!("\n## Relay: {rows} outbox rows {what}; median of {repeats} runs\n");
     println!("| sender | rows/s | vs plain send loop |");
     println!("|---|---|---|");
@@ -72,7 +77,11 @@ fn outbox_of(rows: usize, tag: &str) -> Fixture {
 
 /// Relays everything in `fixture`'s outbox into `sink`, `batch` rows at a
 /// time, as `relay send --until-done` does; what it counted.
-pub fn relay_until_done(fixture: &Fixture, sink: &mut dyn Sink, batch: usize) -> RelayCounts {
+pub fn relay_until_done(
+    fixture: &Fixture,
+    sink: &mut dyn Sink<Notification>,
+    batch: usize,
+) -> RelayCounts {
     let mut queue = fixture.database().relay_queue().expect("relay queue");
     relay(
         &mut queue,
@@ -91,7 +100,7 @@ pub fn relay_until_done(fixture: &Fixture, sink: &mut dyn Sink, batch: usize) ->
 
 /// Rows per second the relay sends from `fixture`'s outbox into `sink`,
 /// marking each sent, until none is left.
-fn relay_rate(fixture: &Fixture, rows: usize, sink: &mut dyn Sink) -> f64 {
+fn relay_rate(fixture: &Fixture, rows: usize, sink: &mut dyn Sink<Notification>) -> f64 {
     let started = Instant::now();
     let counts = relay_until_done(fixture, sink, RELAY_BATCH);
     let seconds = started.elapsed().as_secs_f64();
@@ -101,13 +110,13 @@ fn relay_rate(fixture: &Fixture, rows: usize, sink: &mut dyn Sink) -> f64 {
 
 /// Rows per second a loop sends that reads `fixture`'s outbox once and
 /// sends each row into `sink`, marking nothing.
-fn plain_send_rate(fixture: &Fixture, rows: usize, sink: &mut dyn Sink) -> f64 {
+fn plain_send_rate(fixture: &Fixture, rows: usize, sink: &mut dyn Sink<Notification>) -> f64 {
     let started = Instant::now();
     let notifications = fixture.with_tables(|tables| tables.notifications());
     let mut confirmed = 0;
     for notification in notifications {
         let outgoing = Outgoing {
-            key: idempotency_key(&notification),
+            key: notification.idempotency_key(),
             notification,
             failures: 0,
         };

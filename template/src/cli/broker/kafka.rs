@@ -9,6 +9,7 @@ use anyhow::Context;
 use clap::Args;
 
 use {{crate_name}}::database::DatabaseOptions;
+use {{crate_name}}::handlers::Notification;
 use {{crate_name}}::relay::Sink;
 use {{crate_name}}::relay::kafka::{KafkaSink, KafkaSinkOptions};
 use {{crate_name}}::relay::lines::lines_sink;
@@ -94,7 +95,7 @@ pub struct SinkOptions {
 }
 
 impl SinkOptions {
-    pub async fn open(&self) -> anyhow::Result<Box<dyn Sink>> {
+    pub async fn open(&self) -> anyhow::Result<Box<dyn Sink<Notification>>> {
         Ok(match &self.output {
             Some(path) => Box::new(lines_sink(Some(path))?),
             None => Box::new(KafkaSink::connect(&self.kafka)?),

@@ -6,6 +6,7 @@
 use std::process::ExitCode;
 
 use {{crate_name}}::database::DatabaseOptions;
+use {{crate_name}}::handlers::Notification;
 use {{crate_name}}::relay::Sink;
 use {{crate_name}}::relay::lines::lines_sink;
 
@@ -29,7 +30,7 @@ pub struct SinkOptions {
 }
 
 impl SinkOptions {
-    pub async fn open(&self) -> anyhow::Result<Box<dyn Sink>> {
+    pub async fn open(&self) -> anyhow::Result<Box<dyn Sink<Notification>>> {
         Ok(Box::new(lines_sink(self.output.as_deref())?))
     }
 }

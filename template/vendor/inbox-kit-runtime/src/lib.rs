@@ -41,6 +41,11 @@
 //! * [`pipeline`]: a run: a source's messages routed to workers, each
 //!   committing batches through its own inbox, every message settled
 //!   after its commit, the outcomes counted;
+//! * [`relay`]: the outbox's other half: a project's rows ([`relay::Notice`])
+//!   sent at least once, each with a key its receiver deduplicates on,
+//!   marked sent only after the send was confirmed, failures retried and
+//!   then parked; to JSON lines, NATS JetStream (`relay::nats`, feature
+//!   `nats`) or Kafka (`relay::kafka`, feature `kafka`);
 //! * [`meter`]: what watches the transactions and the relay;
 //! * [`metrics`]: the Prometheus metrics and health endpoints built on a
 //!   [`meter::Meter`], reading the backlog from a project's store
@@ -64,6 +69,7 @@ pub mod pipeline;
 #[cfg(feature = "postgres")]
 pub mod postgres;
 pub mod progress;
+pub mod relay;
 pub mod source;
 #[cfg(feature = "sqlite")]
 pub mod sqlite;

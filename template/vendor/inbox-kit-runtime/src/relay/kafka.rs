@@ -1,5 +1,5 @@
 //! Sending notifications to Kafka: one topic, the idempotency key
-//! (`channel:event_id`) as the record key (a notification's resends land in
+//! ([`Notice::idempotency_key`]) as the record key (a notification's resends land in
 //! one partition, in order) and as an `idempotency-key` header for
 //! receivers with an inbox of their own, and the trace context as
 //! `traceparent` (see `crate::trace`). The producer is idempotent, so its
@@ -14,7 +14,7 @@ use rdkafka::message::{Header, OwnedHeaders};
 use rdkafka::producer::{FutureProducer, FutureRecord};
 
 use super::lines::to_line;
-use super::{Outgoing, Sent, Sink};
+use super::{Notice, Outgoing, Sent, Sink};
 use crate::message::TRACEPARENT;
 
 /// How long a send may wait in the producer's queue, retries included.
@@ -59,16 +59,16 @@ impl KafkaSink {
     }
 }
 
-impl Sink for KafkaSink {
-    fn send(&mut self, outgoing: &Outgoing) -> Sent {
+impl<N: Notice> Sink<N> for KafkaSink {
+    fn send(&mut self, outgoing: &Outgoing<N>) -> Sent {
         let mut headers = OwnedHeaders::new().insert(Header {
             key: "idempotency-key",
             value: Some(outgoing.key.as_str()),
         });
-        if let Some(traceparent) = &outgoing.notification.trace_parent {
+        if let Some(traceparent) = outgoing.notification.trace_parent() {
             headers = headers.insert(Header {
                 key: TRACEPARENT,
-                value: Some(traceparent.as_str()),
+                value: Some(traceparent),
             });
         }
         let body = to_line(outgoing);

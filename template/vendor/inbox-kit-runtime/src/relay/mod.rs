@@ -1,8 +1,8 @@
 //! The relay: the outbox's other half.
 //!
 //! A handler never calls out of its transaction; it writes an outbox row
-//! (`notify` writes one per channel) that commits or rolls back with the
-//! delivery. The relay then sends those rows, and only after a send was
+//! (a project's `notify` writes one per channel) that commits or rolls
+//! back with the delivery. The relay then sends those rows, and only after a send was
 //! confirmed marks the row sent in the database:
 //!
 //! ```text
@@ -11,8 +11,8 @@
 //!
 //! A crash between sending and marking sends the row again on restart: at
 //! least once, never zero. So every message carries an idempotency key
-//! derived from the row, [`idempotency_key`] (event id and channel), the
-//! same on every resend, and a receiver with its own inbox applies it once.
+//! derived from the row, [`Notice::idempotency_key`], the same on every
+//! resend, and a receiver with its own inbox applies it once.
 //! Marking before sending would be the opposite mistake: a crash in between
 //! loses the notification for good.
 //!
@@ -20,44 +20,62 @@
 //! time; after [`RelayPolicy::max_attempts`] the row is parked: kept, never
 //! sent again until requeued, and listed by `relay parked`.
 //!
-//! Where the rows come from is the database module's [`Queue`]; where they
-//! go is a [`Sink`]: JSON lines (`lines.rs`), or a broker.
+//! The rows are a project's ([`Notice`]: what it sends, and the key a
+//! receiver deduplicates on). Where they come from is the project's
+//! database module's [`Queue`]; where they go is a [`Sink`]: JSON lines
+//! ([`lines`]), or a broker (`nats`, feature `nats`; `kafka`, feature
+//! `kafka`).
 
-{%- if broker == "kafka" %}
+#[cfg(feature = "kafka")]
 pub mod kafka;
-{%- endif %}
 pub mod lines;
-{%- if broker == "nats" %}
+#[cfg(feature = "nats")]
 pub mod nats;
-{%- endif %}
 
 pub use crate::meter::RelayCounts;
 
 use std::time::{Duration, Instant};
 
-use crate::handlers::{Handlers, Notification};
-use crate::inbox::StorageError;
+use crate::handler::Registry;
 use crate::meter::Meter;
 use crate::progress::Progress;
 use crate::stop::Stop;
+use crate::storage::StorageError;
 use crate::trace;
 
 /// How each line of `relay send --progress-lines` starts: printed after a
 /// batch was sent and before it is marked sent (the kill test aims there).
 pub const PROGRESS_LINE: &str = "progress: sent a batch, marking it";
 
-/// The key a receiver deduplicates on: the same for every send of a row,
-/// different for every row (`channel:event id`; channel names have no
-/// colon).
-pub fn idempotency_key(notification: &Notification) -> String {
-    format!("{}:{}", notification.channel, notification.event_id)
+/// A row of a project's outbox, as the relay sends it.
+pub trait Notice: Send {
+    /// The envelope `type` of the messages sent for these rows.
+    const TYPE: &'static str;
+
+    /// The key a receiver deduplicates on: the same for every send of a
+    /// row, different for every row.
+    fn idempotency_key(&self) -> String;
+
+    /// Which of the project's destinations it goes to (a broker's subject
+    /// under the relay's prefix: `<prefix>.<topic>`).
+    fn topic(&self) -> &str;
+
+    /// The envelope's `payload`.
+    fn payload(&self) -> serde_json::Value;
+
+    /// The trace context of the delivery that queued it, which the relay's
+    /// span continues and every send carries on.
+    fn trace_parent(&self) -> Option<&str>;
+
+    /// [`Notice::trace_parent`], for the relay's span to replace.
+    fn trace_parent_mut(&mut self) -> &mut Option<String>;
 }
 
-/// A notification taken from the outbox to send.
+/// A row taken from the outbox to send.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Outgoing {
+pub struct Outgoing<N> {
     pub key: String,
-    pub notification: Notification,
+    pub notification: N,
     /// Failed sends so far.
     pub failures: u32,
 }
@@ -101,9 +119,9 @@ pub enum RelayError {
 }
 
 /// Where notifications go.
-pub trait Sink: Send {
+pub trait Sink<N>: Send {
     /// Sends one notification and waits for the receiver to confirm it.
-    fn send(&mut self, outgoing: &Outgoing) -> Sent;
+    fn send(&mut self, outgoing: &Outgoing<N>) -> Sent;
 }
 
 /// A notification parked after too many failed sends.
@@ -116,20 +134,20 @@ pub struct Parked {
     pub parked_at: i64,
 }
 
-/// The outbox, as the relay sees it (one connection's worth; implemented
-/// by the database module).
-pub trait Queue: Send {
+/// The outbox of rows `N`, as the relay sees it (one connection's worth;
+/// implemented by a project's database module).
+pub trait Queue<N>: Send {
     /// Takes up to `limit` notifications that are due, oldest first. They
     /// are this relay's until [`Queue::settle`]: on PostgreSQL they stay
     /// locked and other relays skip them.
-    fn take(&mut self, limit: usize) -> Result<Vec<Outgoing>, StorageError>;
+    fn take(&mut self, limit: usize) -> Result<Vec<Outgoing<N>>, StorageError>;
 
     /// Records what became of the notifications taken, in one transaction:
     /// sent ones are marked sent, failed ones counted and given a later
     /// try, or parked at `policy.max_attempts`.
     fn settle(
         &mut self,
-        sent: &[(Outgoing, Sent)],
+        sent: &[(Outgoing<N>, Sent)],
         policy: RelayPolicy,
     ) -> Result<(), StorageError>;
 
@@ -184,9 +202,9 @@ impl RelayPolicy {
 /// Sends one batch: takes due notifications, sends each, then marks them.
 /// A send that finds the destination closed ends the batch there: what was
 /// sent before it is marked, the rest is left as it was, untouched.
-pub fn relay_batch(
-    queue: &mut dyn Queue,
-    sink: &mut dyn Sink,
+pub fn relay_batch<N: Notice>(
+    queue: &mut dyn Queue<N>,
+    sink: &mut dyn Sink<N>,
     limit: usize,
     policy: RelayPolicy,
     progress: &Progress,
@@ -196,10 +214,10 @@ pub fn relay_batch(
     if taken.is_empty() {
         return Ok(counts);
     }
-    let mut results: Vec<(Outgoing, Sent)> = Vec::with_capacity(taken.len());
+    let mut results: Vec<(Outgoing<N>, Sent)> = Vec::with_capacity(taken.len());
     let mut closed = None;
     for mut outgoing in taken {
-        let span = trace::relay(&mut outgoing.notification.trace_parent, &outgoing.key);
+        let span = trace::relay(outgoing.notification.trace_parent_mut(), &outgoing.key);
         let sent = span.in_scope(|| sink.send(&outgoing));
         span.record("outcome", sent.label());
         match &sent {
@@ -243,25 +261,24 @@ pub enum Until {
 }
 
 /// How a relay loop runs besides what it sends: when it ends, and who
-/// watches it.
-#[derive(Clone, Copy)]
-pub struct Watch<'a> {
+/// watches it (a meter of the project's handlers `R`).
+pub struct Watch<'a, R: Registry> {
     pub until: Until,
     pub stop: &'a Stop,
     /// Where each batch is reported once sent, before it is marked.
     pub progress: &'a Progress,
     /// Told each batch's counts once it is marked (metrics).
-    pub meter: &'a dyn Meter<Handlers>,
+    pub meter: &'a dyn Meter<R>,
 }
 
 /// Relays batch after batch until `watch.until` (or a stop), waiting
 /// `poll` whenever nothing is due.
-pub fn relay(
-    queue: &mut dyn Queue,
-    sink: &mut dyn Sink,
+pub fn relay<N: Notice, R: Registry>(
+    queue: &mut dyn Queue<N>,
+    sink: &mut dyn Sink<N>,
     limit: usize,
     policy: RelayPolicy,
-    watch: Watch<'_>,
+    watch: Watch<'_, R>,
 ) -> Result<RelayCounts, RelayError> {
     let Watch {
         until,

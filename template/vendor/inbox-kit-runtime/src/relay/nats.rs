@@ -1,5 +1,6 @@
-//! Sending notifications to NATS JetStream: one subject per channel
-//! (`<prefix>.email`, `<prefix>.push`), the idempotency key both as
+//! Sending notifications to NATS JetStream: one subject per topic
+//! ([`Notice::topic`]: `<prefix>.email`, `<prefix>.push` for a project's
+//! channels), the idempotency key both as
 //! `Nats-Msg-Id` (the stream's dedup window then absorbs a quick resend:
 //! the server confirms it as a duplicate) and as an `Idempotency-Key`
 //! header for receivers with their own inbox, and the trace context as
@@ -10,7 +11,7 @@ use anyhow::Context;
 use async_nats::jetstream::{self, stream};
 
 use super::lines::to_line;
-use super::{Outgoing, Sent, Sink};
+use super::{Notice, Outgoing, Sent, Sink};
 use crate::message::TRACEPARENT;
 
 /// Where notifications are published (options of `relay send`).
@@ -22,7 +23,7 @@ pub struct NatsSinkOptions {
     /// Stream that stores the notifications (created if missing).
     #[arg(long, default_value = "NOTIFICATIONS")]
     pub notifications_stream: String,
-    /// Subjects are `<prefix>.<channel>`.
+    /// Subjects are `<prefix>.<topic>` (a notification's channel).
     #[arg(long, default_value = "notifications")]
     pub subject_prefix: String,
 }
@@ -63,14 +64,14 @@ impl NatsSink {
     }
 }
 
-impl Sink for NatsSink {
-    fn send(&mut self, outgoing: &Outgoing) -> Sent {
-        let subject = format!("{}.{}", self.prefix, outgoing.notification.channel);
+impl<N: Notice> Sink<N> for NatsSink {
+    fn send(&mut self, outgoing: &Outgoing<N>) -> Sent {
+        let subject = format!("{}.{}", self.prefix, outgoing.notification.topic());
         let mut headers = async_nats::HeaderMap::new();
         headers.insert("Nats-Msg-Id", outgoing.key.as_str());
         headers.insert("Idempotency-Key", outgoing.key.as_str());
-        if let Some(traceparent) = &outgoing.notification.trace_parent {
-            headers.insert(TRACEPARENT, traceparent.as_str());
+        if let Some(traceparent) = outgoing.notification.trace_parent() {
+            headers.insert(TRACEPARENT, traceparent);
         }
         let body = to_line(outgoing);
         let published = self.runtime.block_on(async {

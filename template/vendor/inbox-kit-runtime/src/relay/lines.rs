@@ -11,11 +11,8 @@
 
 use std::io::Write;
 
-use super::{Outgoing, Sent, Sink};
+use super::{Notice, Outgoing, Sent, Sink};
 use crate::message::TRACEPARENT;
-
-/// The envelope `type` of a relayed notification.
-pub const NOTIFICATION_TYPE: &str = "notification.requested";
 
 /// Writes one JSON line per notification.
 pub struct LinesSink {
@@ -29,26 +26,21 @@ impl LinesSink {
 }
 
 /// A notification as one line of JSON (without the line break).
-pub fn to_line(outgoing: &Outgoing) -> String {
+pub fn to_line<N: Notice>(outgoing: &Outgoing<N>) -> String {
     let notification = &outgoing.notification;
     let mut line = serde_json::json!({
         "id": outgoing.key,
-        "type": NOTIFICATION_TYPE,
-        "payload": {
-            "event_id": notification.event_id,
-            "channel": notification.channel,
-            "account": notification.account,
-            "body": notification.body,
-        },
+        "type": N::TYPE,
+        "payload": notification.payload(),
     });
-    if let Some(traceparent) = &notification.trace_parent {
-        line[TRACEPARENT] = traceparent.as_str().into();
+    if let Some(traceparent) = notification.trace_parent() {
+        line[TRACEPARENT] = traceparent.into();
     }
     line.to_string()
 }
 
-impl Sink for LinesSink {
-    fn send(&mut self, outgoing: &Outgoing) -> Sent {
+impl<N: Notice> Sink<N> for LinesSink {
+    fn send(&mut self, outgoing: &Outgoing<N>) -> Sent {
         // One write per line (a line and its break together): a crash
         // between two writes would leave a line without its break, and the
         // next run's first line would be glued to it.
