@@ -32,12 +32,11 @@ pub mod inbox;
 pub mod message;
 pub mod pipeline;
 pub mod relay;
-pub mod retention;
 pub mod source;
 pub mod store;
 
 // The runtime crate's modules, under the paths this project's code names.
-pub use inbox_kit_runtime::{envelope, meter, metrics, progress, stop, trace};
+pub use inbox_kit_runtime::{envelope, meter, metrics, progress, retention, stop, trace};
 {% if database == "postgres" %}
 pub mod postgres;
 {%- else %}

@@ -1,72 +1,19 @@
-//! Purging old inbox rows on SQLite.
-//!
-//! There is deliberately no index on the rows' age: it would slow every
-//! delivery (by about a quarter: 161,000 against 212,000 deliveries/s,
-//! medians of four interleaved batched `run`s) to speed up a maintenance
-//! job. Instead the purge walks each table in key order, a window of
-//! `batch_rows` keys per transaction, and deletes the expired rows in that
-//! window: bounded work per transaction (deliveries never wait long for the
-//! write lock), one pass over the table in all.
+//! Purging old rows on SQLite: the inbox's own (the runtime's
+//! `sqlite::retention`), then this service's sent notifications, the same
+//! way: a window of keys per transaction, so deliveries never wait long
+//! for the write lock.
 
 use std::time::Duration;
 
-use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
+use inbox_kit_runtime::sqlite::retention::{ATTEMPTS, INBOX, purge_tables};
+use rusqlite::Connection;
 
 use crate::inbox::StorageError;
-use crate::retention::cutoff_millis;
+use crate::retention::{KeyedTable, cutoff_millis};
 use crate::store::Purged;
 
-/// Deletes inbox rows and attempt counts older than `older_than`;
-/// `progress` gets the running total of deleted rows.
-pub(super) fn purge(
-    db: &mut Connection,
-    older_than: Duration,
-    batch_rows: u32,
-    progress: &mut dyn FnMut(u64),
-) -> Result<Purged, StorageError> {
-    let cutoff = cutoff_millis(older_than);
-    let inbox_rows = purge_table(db, &INBOX, cutoff, batch_rows, progress)?;
-    let attempt_rows = purge_table(db, &ATTEMPTS, cutoff, batch_rows, &mut |rows| {
-        progress(inbox_rows + rows)
-    })?;
-    let sent_notifications = purge_table(db, &SENT, cutoff, batch_rows, &mut |rows| {
-        progress(inbox_rows + attempt_rows + rows)
-    })?;
-    Ok(Purged {
-        inbox_rows,
-        attempt_rows,
-        sent_notifications,
-    })
-}
-
-/// The statements that purge one table, walked in the order of its key
-/// (two text columns).
-struct Table {
-    /// The last key of the next window: `LIMIT 1 OFFSET batch_rows - 1`.
-    window_end: &'static str,
-    /// Deletes expired rows in (start, end].
-    delete_window: &'static str,
-    /// Deletes expired rows after start (the last, partial window).
-    delete_rest: &'static str,
-}
-
-const INBOX: Table = Table {
-    window_end: "SELECT consumer, message_id FROM inbox WHERE (consumer, message_id) > (?1, ?2)
-                 ORDER BY consumer, message_id LIMIT 1 OFFSET ?3",
-    delete_window: "DELETE FROM inbox WHERE (consumer, message_id) > (?1, ?2)
-                    AND (consumer, message_id) <= (?3, ?4) AND received_at < ?5",
-    delete_rest: "DELETE FROM inbox WHERE (consumer, message_id) > (?1, ?2) AND received_at < ?3",
-};
-
-const ATTEMPTS: Table = Table {
-    window_end: "SELECT consumer, message_id FROM attempts WHERE (consumer, message_id) > (?1, ?2)
-                 ORDER BY consumer, message_id LIMIT 1 OFFSET ?3",
-    delete_window: "DELETE FROM attempts WHERE (consumer, message_id) > (?1, ?2)
-                    AND (consumer, message_id) <= (?3, ?4) AND last_failed_at < ?5",
-    delete_rest: "DELETE FROM attempts WHERE (consumer, message_id) > (?1, ?2) AND last_failed_at < ?3",
-};
-
-const SENT: Table = Table {
+/// Notifications sent, expiring at `sent_at` (unsent ones never expire).
+const SENT: KeyedTable = KeyedTable {
     window_end: "SELECT event_id, channel FROM notifications WHERE (event_id, channel) > (?1, ?2)
                  ORDER BY event_id, channel LIMIT 1 OFFSET ?3",
     delete_window: "DELETE FROM notifications WHERE (event_id, channel) > (?1, ?2)
@@ -74,38 +21,24 @@ const SENT: Table = Table {
     delete_rest: "DELETE FROM notifications WHERE (event_id, channel) > (?1, ?2) AND sent_at < ?3",
 };
 
-fn purge_table(
+/// Deletes inbox rows, attempt counts and sent notifications older than
+/// `older_than`; `progress` gets the running total of deleted rows.
+pub(super) fn purge(
     db: &mut Connection,
-    table: &Table,
-    cutoff: i64,
+    older_than: Duration,
     batch_rows: u32,
     progress: &mut dyn FnMut(u64),
-) -> Result<u64, StorageError> {
-    // Every key column is a non-empty text, so ("", "") sorts before all.
-    let mut start = (String::new(), String::new());
-    let mut deleted = 0u64;
-    loop {
-        let tx = db.transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let end: Option<(String, String)> = tx
-            .prepare_cached(table.window_end)?
-            .query_row(params![start.0, start.1, batch_rows - 1], |row| {
-                Ok((row.get(0)?, row.get(1)?))
-            })
-            .optional()?;
-        let removed = match &end {
-            Some(end) => tx
-                .prepare_cached(table.delete_window)?
-                .execute(params![start.0, start.1, end.0, end.1, cutoff])?,
-            None => tx
-                .prepare_cached(table.delete_rest)?
-                .execute(params![start.0, start.1, cutoff])?,
-        };
-        tx.commit()?;
-        deleted += removed as u64;
-        progress(deleted);
-        match end {
-            Some(end) => start = end,
-            None => return Ok(deleted),
-        }
-    }
+) -> Result<Purged, StorageError> {
+    let [inbox_rows, attempt_rows, sent_notifications] = purge_tables(
+        db,
+        [&INBOX, &ATTEMPTS, &SENT],
+        cutoff_millis(older_than),
+        batch_rows,
+        progress,
+    )?;
+    Ok(Purged {
+        inbox_rows,
+        attempt_rows,
+        sent_notifications,
+    })
 }

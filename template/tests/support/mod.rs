@@ -32,10 +32,9 @@ pub mod raw;
 pub mod relay_rates;
 pub mod subjects;
 pub mod summary;
-pub mod traces;
 pub mod workload;
 
-pub use inbox_kit_testkit::{collector, kill, proxy};
+pub use inbox_kit_testkit::{collector, kill, proxy, traces};
 {% if database == "postgres" %}
 #[path = "postgres/mod.rs"]
 pub mod database;

@@ -4,11 +4,10 @@
 //!
 //! `proxy` stands between a consumer and the server to check that its
 //! settles are confirmed; `server` is a server of one test's own, for the
-//! tests that stop and restart it; `unconfirmed` is a source that never waits for
+//! tests that stop and restart it (both the test kit's); `unconfirmed` is a source that never waits for
 //! that, known-broken, for the test that proves the check catches it.
 
-pub mod proxy;
-pub mod server;
+pub use inbox_kit_testkit::nats::{proxy, server};
 pub mod unconfirmed;
 
 use std::sync::atomic::{AtomicU64, Ordering};

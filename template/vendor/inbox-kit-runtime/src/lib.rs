@@ -46,6 +46,9 @@
 //!   marked sent only after the send was confirmed, failures retried and
 //!   then parked; to JSON lines, NATS JetStream (`relay::nats`, feature
 //!   `nats`) or Kafka (`relay::kafka`, feature `kafka`);
+//! * [`retention`]: purging old inbox rows, never inside the redelivery
+//!   horizon, a window of keys per transaction (each database's
+//!   `retention`);
 //! * [`meter`]: what watches the transactions and the relay;
 //! * [`metrics`]: the Prometheus metrics and health endpoints built on a
 //!   [`meter::Meter`], reading the backlog from a project's store
@@ -70,6 +73,7 @@ pub mod pipeline;
 pub mod postgres;
 pub mod progress;
 pub mod relay;
+pub mod retention;
 pub mod source;
 #[cfg(feature = "sqlite")]
 pub mod sqlite;

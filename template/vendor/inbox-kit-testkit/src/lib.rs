@@ -10,8 +10,17 @@
 //! * [`proxy`]: a TCP proxy on loopback that a test cuts and restores, to
 //!   take a server away from a consumer without touching the server;
 //! * [`collector`]: a stand-in OpenTelemetry collector that keeps what was
-//!   exported to it.
+//!   exported to it;
+//! * [`traces`]: spans recorded in memory through the layer a consumer's
+//!   `--otlp-endpoint` installs, and the check that a trace follows a
+//!   message from its producer to the relay's receiver;
+//! * [`nats`]: a NATS server of a test's own, and a proxy that watches and
+//!   withholds a consumer's settles;
+//! * [`kafka`]: a Kafka-compatible broker (tansu) of a test's own.
 
 pub mod collector;
+pub mod kafka;
 pub mod kill;
+pub mod nats;
 pub mod proxy;
+pub mod traces;

@@ -14,6 +14,7 @@
 mod inbox;
 mod pipelined;
 mod poison;
+pub mod retention;
 
 pub use inbox::{CONFLICT_RETRIES, PgInbox};
 pub use pipelined::{Exec, Pipelined};

@@ -306,3 +306,6 @@ pub fn relay<N: Notice, R: Registry>(
     }
     Ok(total)
 }
+
+#[cfg(test)]
+mod tests;

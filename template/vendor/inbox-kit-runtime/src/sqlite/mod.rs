@@ -11,6 +11,7 @@
 
 mod inbox;
 mod poison;
+pub mod retention;
 
 pub use inbox::SqliteInbox;
 

@@ -38,7 +38,7 @@ pub enum Storage {
     Sqlite,
     /// Memory: several times faster, for the benchmark, and correct only
     /// when every produce request holds one record (see the module doc):
-    /// [`super::Broker`] then produces them one by one.
+    /// A project's test `Broker` then produces them one by one.
     Memory,
 }
 

@@ -61,6 +61,13 @@ pub struct Producer {
 
 static PRODUCERS: AtomicU64 = AtomicU64::new(1);
 
+/// A new trace: every producer is another one.
+impl Default for Producer {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 impl Producer {
     /// A new trace, unlike any other of this or another test run.
     pub fn new() -> Self {

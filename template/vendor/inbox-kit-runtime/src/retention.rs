@@ -5,11 +5,15 @@
 //! still there. Delete it before the broker has given up redelivering that
 //! message and a late redelivery applies a second time. So `purge` refuses
 //! a window shorter than the configured redelivery horizon unless forced.
-//! The deleting itself is the database module's
-//! [`Store::purge`](crate::store::Store::purge): small transactions, so that
-//! deliveries running at the same time never wait long.
+//! The deleting itself is each database's (`sqlite::retention`,
+//! `postgres::retention`): small transactions, each over a window of keys
+//! ([`KeyedTable`]), so that deliveries running at the same time never wait
+//! long. A project purges the inbox's tables with them, and its own (sent
+//! notifications) the same way.
 
 use std::time::{Duration, SystemTime};
+
+use crate::inbox::unix_millis;
 
 /// A purge window the redelivery horizon forbids.
 #[derive(Debug, thiserror::Error)]
@@ -39,10 +43,28 @@ pub fn check_window(
 /// older than `older_than`.
 pub fn cutoff_millis(older_than: Duration) -> i64 {
     let now = SystemTime::now();
-    crate::inbox::unix_millis(
+    unix_millis(
         now.checked_sub(older_than)
             .unwrap_or(SystemTime::UNIX_EPOCH),
     )
+}
+
+/// The statements that purge one table, walked in the order of its key
+/// (two text columns, never empty), with a timestamp column saying when
+/// each row expires. No index on that timestamp is needed (every write
+/// would pay for one): each transaction deletes the expired rows of one
+/// window of `batch_rows` keys, and the whole table is read once.
+#[derive(Clone, Copy, Debug)]
+pub struct KeyedTable {
+    /// The last key of the next window after the key (`?1`/`$1`,
+    /// `?2`/`$2`): `LIMIT 1 OFFSET` the third parameter, `batch_rows - 1`.
+    pub window_end: &'static str,
+    /// Deletes the rows expired before the fifth parameter with keys in
+    /// (the first two, the next two].
+    pub delete_window: &'static str,
+    /// Deletes the rows expired before the third parameter with keys after
+    /// the first two (the last, partial window).
+    pub delete_rest: &'static str,
 }
 
 #[cfg(test)]
@@ -61,7 +83,7 @@ mod tests {
 
     #[test]
     fn the_cutoff_is_that_long_ago() {
-        let now = crate::inbox::unix_millis(SystemTime::now());
+        let now = unix_millis(SystemTime::now());
         let cutoff = cutoff_millis(DAY);
         let day = DAY.as_millis() as i64;
         assert!(
