@@ -74,7 +74,7 @@ fn every_project_holds_the_kits_crates_byte_for_byte_and_names_them_by_version_a
             );
         }
         let features = match name {
-            "inbox-kit-runtime" => r#", features = ["sqlite"]"#,
+            "inbox-kit-runtime" => r#", features = ["cli", "sqlite"]"#,
             _ => "",
         };
         let dependency = format!(
@@ -102,18 +102,18 @@ fn section_of<'a>(manifest: &'a str, line: &str) -> Option<&'a str> {
     None
 }
 
-/// Each variant turns on its database's feature, and its broker's (whose
-/// source the runtime holds): no more (the other database's and brokers'
-/// clients stay out of the build), no less (the project would not
-/// compile).
+/// Each variant turns on the command line's parts, its database's feature
+/// and its broker's (whose source the runtime holds): no more (the other
+/// database's and brokers' clients stay out of the build), no less (the
+/// project would not compile).
 #[test]
 fn each_variant_turns_on_the_runtime_features_it_uses() {
     for (variant, features) in [
-        (&POSTGRES, r#"["postgres"]"#),
-        (&POSTGRES_NATS, r#"["postgres", "nats"]"#),
-        (&SQLITE_NATS, r#"["sqlite", "nats"]"#),
-        (&SQLITE_KAFKA, r#"["sqlite", "kafka"]"#),
-        (&POSTGRES_KAFKA, r#"["postgres", "kafka"]"#),
+        (&POSTGRES, r#"["cli", "postgres"]"#),
+        (&POSTGRES_NATS, r#"["cli", "postgres", "nats"]"#),
+        (&SQLITE_NATS, r#"["cli", "sqlite", "nats"]"#),
+        (&SQLITE_KAFKA, r#"["cli", "sqlite", "kafka"]"#),
+        (&POSTGRES_KAFKA, r#"["cli", "postgres", "kafka"]"#),
     ] {
         let project = generate(
             &format!("kit-crates-{}-consumer", variant.name),

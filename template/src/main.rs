@@ -11,14 +11,18 @@ use std::process::ExitCode;
 use clap::Parser;
 
 use cli::telemetry::Telemetry;
+use {{crate_name}}::database;
 
 fn main() -> ExitCode {
     let cli = cli::Cli::parse();
-    let outcome = Telemetry::init(cli.otlp_endpoint()).and_then(|telemetry| {
-        let executed = cli.execute();
-        drop(telemetry);
-        executed
-    });
+    let service = env!("CARGO_CRATE_NAME");
+    let outcome = Telemetry::init(cli.otlp_endpoint(), service, &database::QUIET_LOGS).and_then(
+        |telemetry| {
+            let executed = cli.execute();
+            drop(telemetry);
+            executed
+        },
+    );
     match outcome {
         Ok(code) => code,
         Err(error) => cli::output::exit_for_closed_output(&error).unwrap_or_else(|| {

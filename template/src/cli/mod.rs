@@ -12,13 +12,10 @@ mod accounts;
 mod broker;
 mod dead_letters;
 mod metrics;
-pub mod output;
-mod progress;
 mod purge;
 mod relay;
 mod run;
 mod seed;
-pub mod telemetry;
 mod work;
 
 use std::process::ExitCode;
@@ -26,7 +23,11 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 use {{crate_name}}::database::DatabaseOptions;
-use output::outln;
+use inbox_kit_runtime::outln;
+
+// The runtime's parts of every consumer's command line, under the paths
+// the commands name.
+pub use inbox_kit_runtime::cli::{output, progress, telemetry};
 
 /// An idempotent message consumer: every message is applied once per
 /// consumer, however often it is delivered.

@@ -57,8 +57,13 @@
 //!   message across processes (W3C `traceparent`);
 //! * [`progress`]: progress lines, and pausing a process at one of them,
 //!   so tests and scripts follow a run without racing it;
-//! * [`stop`]: ending a run gracefully on a signal.
+//! * [`stop`]: ending a run gracefully on a signal;
+//! * `cli` (feature `cli`): what every consumer's command line shares:
+//!   printing to a pipe that may close, the progress options, logs and
+//!   traces over OTLP.
 
+#[cfg(feature = "cli")]
+pub mod cli;
 pub mod delivery;
 pub mod envelope;
 pub mod handler;

@@ -1,9 +1,9 @@
 //! The options that let scripts and tests follow a run: progress lines,
-//! and a pause at one of them (see `{{crate_name}}::progress`).
+//! and a pause at one of them (see [`crate::progress`]).
 
 use clap::Args;
 
-use {{crate_name}}::progress::Progress;
+use crate::progress::Progress;
 
 /// Following a run from outside.
 #[derive(Args)]

@@ -7,15 +7,16 @@
 
 use std::process::ExitCode;
 
-use {{crate_name}}::relay::RelayError;
+use crate::relay::RelayError;
 
 /// Like `println!`, but returns an `io::Result` instead of panicking.
+#[macro_export]
 macro_rules! outln {
     ($($arg:tt)*) => {
         $crate::cli::output::write_line(format_args!($($arg)*))
     };
 }
-pub(crate) use outln;
+pub use crate::outln;
 
 /// Writes `line` and a line break to stdout.
 pub fn write_line(line: std::fmt::Arguments<'_>) -> std::io::Result<()> {

@@ -15,10 +15,7 @@ use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
 use tracing_subscriber::{EnvFilter, Layer};
 
-use {{crate_name}}::{database, trace};
-
-/// This crate's name, the target of any span of its own.
-const CRATE: &str = env!("CARGO_CRATE_NAME");
+use crate::trace;
 
 /// The reporting in place; exports the spans still buffered when dropped.
 pub struct Telemetry {
@@ -27,23 +24,33 @@ pub struct Telemetry {
 
 impl Telemetry {
     /// Installs the logs, and the span export if `otlp_endpoint` (the
-    /// collector's base URL, e.g. `http://127.0.0.1:4318`) is given.
-    pub fn init(otlp_endpoint: Option<&str>) -> anyhow::Result<Self> {
+    /// collector's base URL, e.g. `http://127.0.0.1:4318`) is given, for
+    /// the service `service` (a project's crate name: the target of its
+    /// own spans, and the service its traces name). `quiet` are log
+    /// directives that hold a noisy dependency down whatever `RUST_LOG`
+    /// says (a database driver's).
+    pub fn init(
+        otlp_endpoint: Option<&str>,
+        service: &'static str,
+        quiet: &[&str],
+    ) -> anyhow::Result<Self> {
         let mut filter =
             EnvFilter::try_from_env("RUST_LOG").unwrap_or_else(|_| EnvFilter::new("warn"));
-        for quiet in database::QUIET_LOGS {
+        for quiet in quiet {
             filter = filter.add_directive(quiet.parse().expect("a valid directive"));
         }
         let logs = tracing_subscriber::fmt::layer()
             .with_writer(std::io::stderr)
             .with_filter(filter);
-        let exporting = otlp_endpoint.map(exporter).transpose()?;
+        let exporting = otlp_endpoint
+            .map(|endpoint| exporter(endpoint, service))
+            .transpose()?;
         let spans = exporting.as_ref().map(|provider| {
             tracing_opentelemetry::layer()
-                .with_tracer(provider.tracer(CRATE))
+                .with_tracer(provider.tracer(service))
                 .with_filter(
                     Targets::new()
-                        .with_target(CRATE, Level::INFO)
+                        .with_target(service, Level::INFO)
                         .with_target(trace::TARGET, Level::INFO),
                 )
         });
@@ -52,8 +59,8 @@ impl Telemetry {
     }
 }
 
-/// Spans batched and sent to `{endpoint}/v1/traces`.
-fn exporter(endpoint: &str) -> anyhow::Result<SdkTracerProvider> {
+/// Spans of `service` batched and sent to `{endpoint}/v1/traces`.
+fn exporter(endpoint: &str, service: &'static str) -> anyhow::Result<SdkTracerProvider> {
     let traces = format!("{}/v1/traces", endpoint.trim_end_matches('/'));
     let exporter = SpanExporter::builder()
         .with_http()
@@ -62,7 +69,7 @@ fn exporter(endpoint: &str) -> anyhow::Result<SdkTracerProvider> {
         .with_context(|| format!("could not export traces to {traces}"))?;
     Ok(SdkTracerProvider::builder()
         .with_batch_exporter(exporter)
-        .with_resource(Resource::builder().with_service_name(CRATE).build())
+        .with_resource(Resource::builder().with_service_name(service).build())
         .build())
 }
 
