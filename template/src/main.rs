@@ -11,6 +11,7 @@ use std::process::ExitCode;
 use clap::Parser;
 
 use cli::telemetry::Telemetry;
+
 use {{crate_name}}::database;
 
 fn main() -> ExitCode {

@@ -8,15 +8,15 @@
 //! database module's (`relay.rs` there); the names below keep the paths
 //! the commands and the tests use.
 
+{% if broker == "kafka" -%}
+pub use inbox_kit_runtime::relay::kafka;
+{% elsif broker == "nats" -%}
+pub use inbox_kit_runtime::relay::nats;
+{% endif -%}
 pub use inbox_kit_runtime::relay::{
     Notice, PROGRESS_LINE, Parked, Queue, RelayCounts, RelayError, RelayPolicy, Sent, Sink, Until,
     lines, relay, relay_batch,
 };
-{%- if broker == "kafka" %}
-pub use inbox_kit_runtime::relay::kafka;
-{%- elsif broker == "nats" %}
-pub use inbox_kit_runtime::relay::nats;
-{%- endif %}
 
 use crate::handlers::{Handlers, Notification};
 

@@ -21,9 +21,9 @@ mod work;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+use inbox_kit_runtime::outln;
 
 use {{crate_name}}::database::DatabaseOptions;
-use inbox_kit_runtime::outln;
 
 // The runtime's parts of every consumer's command line, under the paths
 // the commands name.
