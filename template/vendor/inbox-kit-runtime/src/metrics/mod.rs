@@ -152,9 +152,9 @@ impl Default for Metrics {
 }
 
 impl Metrics {
-    /// Metrics that also read `watched` (a project's store) at every scrape and readiness check,
-    /// with every series of `consumers` (and of the relay) there from the
-    /// start, at zero: a series that appears only with its first event
+    /// Metrics that also read `watched` (a project's store) at every
+    /// scrape and readiness check, with every series of `consumers` (and
+    /// of the relay) there from the start, at zero: a series that appears only with its first event
     /// makes `rate()` miss that event, and a dashboard show "no data"
     /// where the truth is none. (Their handles are kept, so counting a
     /// delivery takes no lock.)

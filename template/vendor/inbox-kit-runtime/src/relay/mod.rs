@@ -2,8 +2,8 @@
 //!
 //! A handler never calls out of its transaction; it writes an outbox row
 //! (a project's `notify` writes one per channel) that commits or rolls
-//! back with the delivery. The relay then sends those rows, and only after a send was
-//! confirmed marks the row sent in the database:
+//! back with the delivery. The relay then sends those rows, and only
+//! after a send was confirmed marks the row sent in the database:
 //!
 //! ```text
 //! take due rows ──▶ send each (confirmed) ──▶ mark sent / count a failure ──▶ commit
