@@ -637,4 +637,36 @@ mod tests {
             );
         }
     }
+
+    /// A broker that holds as many messages as it is told, or cannot be
+    /// asked.
+    struct Broker(Arc<std::sync::Mutex<Result<u64, String>>>);
+
+    impl BrokerProbe for Broker {
+        fn pending(&self) -> Result<u64, String> {
+            self.0.lock().unwrap().clone()
+        }
+    }
+
+    #[test]
+    fn a_probed_broker_is_read_at_each_scrape_and_asked_for_readiness() {
+        let answer = Arc::new(std::sync::Mutex::new(Ok(7)));
+        let metrics = Metrics::default().probing(Box::new(Broker(answer.clone())));
+        let text = metrics.render();
+        assert!(has_line(&text, "broker_pending_messages 7"), "{text}");
+        assert!(has_line(&text, "broker_probe_failures_total 0"), "{text}");
+        assert_eq!(metrics.readiness(), Ok(()));
+
+        *answer.lock().unwrap() = Err("down".to_owned());
+        let text = metrics.render();
+        assert!(
+            has_line(&text, "broker_pending_messages 7"),
+            "the last value is kept: {text}"
+        );
+        assert!(has_line(&text, "broker_probe_failures_total 1"), "{text}");
+        assert_eq!(
+            metrics.readiness(),
+            Err("broker unreachable: down".to_owned())
+        );
+    }
 }
