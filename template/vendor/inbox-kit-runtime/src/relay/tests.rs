@@ -320,6 +320,37 @@ fn until_done_the_loop_sends_batch_after_batch_and_adds_them_up() {
 }
 
 #[test]
+fn until_done_the_loop_adds_up_failures_and_parked_rows_too() {
+    let log = Log::default();
+    let meter = Batches::default();
+    let (stop, progress) = (Stop::default(), Progress::default());
+    let policy = RelayPolicy {
+        max_attempts: 2,
+        retry_after: Duration::ZERO,
+    };
+    let mut queue = outbox(&log, &[("a", 0), ("b", 0)]);
+    let mut sink = receiver(&log, &[("a", Sent::Failed("down".to_owned()))]);
+    let watch = Watch {
+        until: Until::Done,
+        stop: &stop,
+        progress: &progress,
+        meter: &meter,
+    };
+    // a fails, b is sent; then a fails again and is parked; then nothing.
+    let total = relay(&mut queue, &mut sink, 10, policy, watch).unwrap();
+    assert_eq!(
+        total,
+        RelayCounts {
+            sent: 1,
+            already_there: 0,
+            failed: 1,
+            parked: 1,
+        }
+    );
+    assert_eq!(meter.0.lock().unwrap().len(), 3);
+}
+
+#[test]
 fn a_raised_stop_sends_nothing_more() {
     let log = Log::default();
     let (stop, progress) = (Stop::default(), Progress::default());
