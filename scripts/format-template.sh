@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Formats the template's Rust sources in place with rustfmt.
+# Formats the template's Rust sources, and the kit's suites' (suites/), in
+# place with rustfmt.
 #
 # The sources contain Liquid placeholders, so rustfmt cannot read them
 # directly: this renders every variant of the template with its defaults
@@ -22,12 +23,13 @@ for variant in "${variants[@]}"; do
     for define in $variant; do flags+=(--define "$define"); done
     folder="$work/${variant//[= ]/-}"
     mkdir -p "$folder"
-    "$kit/target/debug/inbox-kit" new orders-consumer --destination "$folder" --no-format "${flags[@]}" >/dev/null 2>&1
+    "$kit/target/debug/inbox-kit" new orders-consumer --destination "$folder" --no-format --kit-suites "${flags[@]}" >/dev/null 2>&1
     project="$folder/orders-consumer"
     (cd "$project" && cargo fmt)
     while IFS= read -r file; do
         relative="${file#"$project"/}"
         source="$kit/template/$relative"
+        [[ -f "$source" ]] || source="$kit/suites/$relative"
         [[ ! -f "$source" ]] && continue
         grep -q '{%' "$source" && continue
         # Compared as files, byte for byte: a command substitution would drop
@@ -35,7 +37,7 @@ for variant in "${variants[@]}"; do
         sed -e 's/orders_consumer/{{crate_name}}/g' -e 's/orders-consumer/{{project-name}}/g' "$file" >"$work/formatted"
         if ! cmp -s "$work/formatted" "$source"; then
             cp "$work/formatted" "$source"
-            echo "formatted template/$relative"
+            echo "formatted ${source#"$kit"/}"
             changed=1
         fi
     done < <(find "$project" -name '*.rs' -not -path '*/target/*')

@@ -79,6 +79,136 @@ pub fn generate(
         })
 }
 
+/// Renders the kit's own suites (`suites/`: crash-kill, schedules, fuzz,
+/// faults, the relay, the brokers end to end) for project `name`, with
+/// the `define`s it was generated with, and moves them into
+/// `project/tests/`. They test the kit's code through the template's
+/// example consumers, so the kit runs them on its generated copies of
+/// those; a consumer's project does not carry them. Refuses, changing
+/// nothing, when `project/tests/` already has an entry of the same name.
+pub fn add_kit_suites(
+    name: &str,
+    project: &Path,
+    define: Vec<String>,
+    format: bool,
+) -> anyhow::Result<Vec<PathBuf>> {
+    let tests = project.join("tests");
+    if !tests.is_dir() {
+        bail!(
+            "{} has no tests folder: is it a generated project?",
+            project.display()
+        );
+    }
+    let scratch = tempfile::Builder::new()
+        .prefix("inbox-kit-suites-")
+        .tempdir()
+        .context("could not make a folder to render the kit's suites in")?;
+    let args = GenerateArgs {
+        template_path: TemplatePath {
+            path: Some(kit_root().join("suites").display().to_string()),
+            ..TemplatePath::default()
+        },
+        name: Some(name.to_owned()),
+        silent: true,
+        quiet: true,
+        vcs: Some(Vcs::None),
+        destination: Some(scratch.path().to_path_buf()),
+        no_workspace: true,
+        define,
+        no_fmt: !format,
+        lib: false,
+        bin: true,
+        ..GenerateArgs::default()
+    };
+    // Its report names the scratch folder, which is gone by the end: kept
+    // back, and shown only when the rendering failed.
+    let capture = gag::BufferRedirect::stderr().ok();
+    let rendered = cargo_generate(args);
+    if let Some(mut capture) = capture {
+        let mut report = String::new();
+        let _ = capture.read_to_string(&mut report);
+        drop(capture);
+        if rendered.is_err() {
+            eprint!("{report}");
+        }
+    }
+    let rendered = rendered.context("could not render the kit's suites")?;
+    let suites: Vec<PathBuf> = entries(&rendered.join("tests"))?.into_iter().collect();
+    if let Some(taken) = suites
+        .iter()
+        .map(|suite| tests.join(suite.file_name().expect("an entry has a name")))
+        .find(|target| target.exists())
+    {
+        bail!(
+            "{} already exists: the kit's suites are added once",
+            taken.display()
+        );
+    }
+    let added = suites
+        .iter()
+        .map(|suite| {
+            let target = tests.join(suite.file_name().expect("an entry has a name"));
+            copy_tree(suite, &target).map(|()| target)
+        })
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    if format {
+        format_rust_files(project, &added);
+    }
+    Ok(added)
+}
+
+/// Runs rustfmt, with `project`'s edition, over the Rust files of `paths`.
+/// cargo-generate formats only files inside a cargo project, which the
+/// suites' own template is not. Like its formatting, a courtesy: a missing
+/// or failing rustfmt is a warning, not a failed generation.
+fn format_rust_files(project: &Path, paths: &[PathBuf]) {
+    let manifest = std::fs::read_to_string(project.join("Cargo.toml")).unwrap_or_default();
+    let edition = manifest
+        .lines()
+        .find_map(|line| line.trim().strip_prefix("edition = "))
+        .map_or("2024", |value| value.trim_matches('"'));
+    let mut files = Vec::new();
+    for path in paths {
+        rust_files(path, &mut files);
+    }
+    let formatted = std::process::Command::new("rustfmt")
+        .args(["--edition", edition])
+        .args(&files)
+        .status();
+    if !formatted.is_ok_and(|status| status.success()) {
+        eprintln!("warning: could not format the kit's suites with rustfmt");
+    }
+}
+
+/// The `.rs` files at or under `path`.
+fn rust_files(path: &Path, found: &mut Vec<PathBuf>) {
+    if path.is_dir() {
+        for entry in entries(path).unwrap_or_default() {
+            rust_files(&entry, found);
+        }
+    } else if path.extension().is_some_and(|extension| extension == "rs") {
+        found.push(path.to_path_buf());
+    }
+}
+
+/// Copies the file or folder `from` to `to`, which must not exist.
+fn copy_tree(from: &Path, to: &Path) -> anyhow::Result<()> {
+    if from.is_dir() {
+        std::fs::create_dir(to).with_context(|| format!("could not create {}", to.display()))?;
+        for entry in entries(from)? {
+            copy_tree(
+                &entry,
+                &to.join(entry.file_name().expect("an entry has a name")),
+            )?;
+        }
+        Ok(())
+    } else {
+        std::fs::copy(from, to)
+            .map(drop)
+            .with_context(|| format!("could not copy {} to {}", from.display(), to.display()))
+    }
+}
+
 /// Where cargo-generate's report names the project's folder, `project`
 /// instead of its shortened form.
 pub fn with_real_path(report: &str, project: &Path) -> String {

@@ -5,6 +5,8 @@
 //! libraries. `inbox-kit new NAME` is the same as `cargo generate --path
 //! <this repository> --name NAME --silent --vcs none --no-workspace`, plus a
 //! rustfmt pass over the generated Rust files (`--no-format` skips it).
+//! `--kit-suites` adds the kit's own suites to the project's tests, as the
+//! kit's tests do to run them on every variant.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -36,6 +38,12 @@ enum Command {
         /// of running rustfmt on them (cargo-generate 0.23 does not format).
         #[arg(long)]
         no_format: bool,
+        /// Also render the kit's own suites (crash-kill, schedules, fuzz,
+        /// faults, the relay, the brokers end to end) into the project's
+        /// tests/. They test the kit's code through the example consumers:
+        /// for the kit's maintainers, not for a consumer's project.
+        #[arg(long)]
+        kit_suites: bool,
     },
 }
 
@@ -46,8 +54,16 @@ fn main() -> ExitCode {
         destination,
         define,
         no_format,
+        kit_suites,
     } = Cli::parse().command;
-    match inbox_kit::generate(&name, &destination, define, !no_format) {
+    let generated =
+        inbox_kit::generate(&name, &destination, define.clone(), !no_format).and_then(|path| {
+            if kit_suites {
+                inbox_kit::add_kit_suites(&name, &path, define, !no_format)?;
+            }
+            Ok(path)
+        });
+    match generated {
         Ok(path) => {
             println!("{}", path.display());
             ExitCode::SUCCESS

@@ -6,10 +6,11 @@
 mod common;
 
 use std::fs;
+use std::path::Path;
 
 use common::{
     POSTGRES, POSTGRES_KAFKA, POSTGRES_NATS, SQLITE, SQLITE_KAFKA, SQLITE_NATS, VARIANTS, cargo_ok,
-    files, generate, kit, kit_root, modules,
+    files, generate, generate_with, kit, kit_root, modules,
 };
 
 #[test]
@@ -104,11 +105,55 @@ fn each_variant_holds_only_its_own_broker() {
     let nats = generate("orders-consumer", SQLITE_NATS.defines);
     let manifest = fs::read_to_string(nats.root.join("Cargo.toml")).unwrap();
     assert!(manifest.contains("async-nats"), "{manifest}");
-    assert!(nats.root.join("tests/broker/main.rs").is_file());
+    assert!(nats.root.join("tests/support/nats/mod.rs").is_file());
     let kafka = generate("orders-consumer", SQLITE_KAFKA.defines);
     let manifest = fs::read_to_string(kafka.root.join("Cargo.toml")).unwrap();
     assert!(manifest.contains("rdkafka"), "{manifest}");
-    assert!(kafka.root.join("tests/kafka/main.rs").is_file());
+    assert!(kafka.root.join("tests/support/kafka/mod.rs").is_file());
+}
+
+/// The kit's own suites test the kit's code: a project does not carry
+/// them, and `--kit-suites` adds the ones of its variant (the broker's end
+/// to end only with that broker, the database's faults only with that
+/// database).
+#[test]
+fn the_kit_suites_are_added_to_a_project_only_when_asked() {
+    let suites = |root: &Path| -> Vec<String> {
+        let mut found: Vec<String> = ["reliability", "relay", "broker", "kafka"]
+            .into_iter()
+            .filter(|suite| root.join("tests").join(suite).join("main.rs").is_file())
+            .map(str::to_owned)
+            .collect();
+        for fault in ["faults_sqlite.rs", "faults_postgres.rs"] {
+            if root.join("tests/reliability").join(fault).is_file() {
+                found.push(fault.to_owned());
+            }
+        }
+        found
+    };
+    let plain = generate("orders-consumer", SQLITE_NATS.defines);
+    assert_eq!(suites(&plain.root), Vec::<String>::new());
+    let nats = generate_with("orders-consumer", SQLITE_NATS.defines, &["--kit-suites"]);
+    assert_eq!(
+        suites(&nats.root),
+        ["reliability", "relay", "broker", "faults_sqlite.rs"]
+    );
+    let kafka = generate_with("orders-consumer", POSTGRES_KAFKA.defines, &["--kit-suites"]);
+    assert_eq!(
+        suites(&kafka.root),
+        ["reliability", "relay", "kafka", "faults_postgres.rs"]
+    );
+    let data = fs::read(nats.root.join("tests/data/hostile.jsonl")).unwrap();
+    let source = fs::read(kit_root().join("suites/tests/data/hostile.jsonl")).unwrap();
+    assert!(
+        data == source,
+        "the hostile corpus is not copied byte for byte"
+    );
+    let main = fs::read_to_string(nats.root.join("tests/reliability/main.rs")).unwrap();
+    assert!(
+        main.contains("CARGO_BIN_EXE_orders-consumer") && !main.contains("{{"),
+        "the suites are not rendered for the project:\n{main}"
+    );
 }
 
 /// A project holds only its own database's code and dependencies. The

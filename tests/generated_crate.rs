@@ -1,8 +1,9 @@
-//! Every variant of a generated project builds from its own lock file
-//! without warnings, passes clippy with warnings denied, is formatted, and
-//! passes its own tests against the local servers the variant needs (the
-//! suites of the database and the inbox once per database: see
-//! [`ONCE_PER_DATABASE`]). A variant whose server is unreachable still
+//! Every variant of a generated project, with the kit's own suites added
+//! (`suites/`: they test the kit's code through the example consumers),
+//! builds from its own lock file without warnings, passes clippy with
+//! warnings denied, is formatted, and passes its tests against the local
+//! servers the variant needs (the suites of the database and the inbox
+//! once per database: see [`ONCE_PER_DATABASE`]). A variant whose server is unreachable still
 //! builds, lints and is checked for formatting, and is reported as
 //! `ignored (NOT RUN: ...)`, never as passed (see `common/trials.rs`).
 
@@ -24,7 +25,15 @@ fn main() -> ExitCode {
         );
         // A name per variant: projects share one target directory, where
         // a binary is found by its package name alone.
-        let project = move || generate(&format!("{}-consumer", variant.name), variant.defines);
+        // The kit's own suites added: this is where they run, once per
+        // variant (`suites/`).
+        let project = move || {
+            generate_with(
+                &format!("{}-consumer", variant.name),
+                variant.defines,
+                &["--kit-suites"],
+            )
+        };
         trials = trials.needs(
             variant,
             &name,
@@ -114,11 +123,15 @@ fn builds_lints_and_is_formatted(root: &Path) {
 }
 
 /// cargo-generate 0.23 (the CLI that builds on rustc 1.95) does not run
-/// rustfmt, so the template's own sources must already be formatted, in
-/// every variant. `scripts/format-template.sh` fixes them.
+/// rustfmt, so the template's own sources, and the kit's suites, must
+/// already be formatted, in every variant. `scripts/format-template.sh` fixes them.
 fn template_sources_are_formatted_as_written() {
     for variant in VARIANTS {
-        let project = generate_with("orders-consumer", variant.defines, &["--no-format"]);
+        let project = generate_with(
+            "orders-consumer",
+            variant.defines,
+            &["--no-format", "--kit-suites"],
+        );
         let check = cargo(&project.root, &["fmt", "--check"]);
         assert!(
             check.status.success(),

@@ -12,7 +12,7 @@
 #
 # and blocks the stop while any of them fails. It leaves to CI what is too
 # slow to run on every stop: the stress loop (1,000 runs of the parallel
-# tests), the reliability suite, doc tests and the release build.
+# tests), doc tests and the release build.
 #
 # A hang is a failure. Everything it runs shares one budget,
 # STOP_HOOK_BUDGET_SECONDS (default 540, well inside the 600 s that

@@ -22,8 +22,8 @@
 //! Then the outbox relay publishing `BENCH_RELAY_ROWS` (default 5000)
 //! notifications to JetStream, each confirmed by the stream, against a
 //! plain loop that publishes the same rows the same way and marks nothing
-//! (`tests/support/relay_rates.rs`). It needs the servers the broker tests need (`NATS_URL`, and the
-//! database's).
+//! (`tests/support/relay_rates.rs`). It needs a NATS server with JetStream
+//! (`NATS_URL`) and the database's.
 
 #[path = "../tests/support/mod.rs"]
 mod support;

@@ -13,7 +13,6 @@
 //! * `handlers`: handlers that do the wrong thing;
 //! * `batches`: set-based runs whose failure is handled wrong;
 //! * `pipeline`: settling too early, routing by anything but the key;
-//! * `meters`: metrics that miscount what the summary counts;
 //! * `purges`: retention that deletes too much;
 //! * `hangs`: waits that never end (run only in a process of their own).
 
@@ -24,7 +23,6 @@ mod hangs;
 mod ids;
 mod inboxes;
 mod letters;
-mod meters;
 mod pipeline;
 mod purges;
 
@@ -35,7 +33,6 @@ pub use hangs::*;
 pub use ids::*;
 pub use inboxes::*;
 pub use letters::*;
-pub use meters::*;
 pub use pipeline::*;
 pub use purges::*;
 

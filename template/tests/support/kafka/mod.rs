@@ -1,11 +1,7 @@
 //! The Kafka broker the Kafka tests run against: one of each test's own
 //! (`server`, the test kit's), with the events topic, a producer that keys records like a
 //! real publisher, and what a test asks the broker about a group.
-//!
-//! `broken` holds known-broken Kafka sources, for the tests that prove the
-//! end-to-end tests catch them.
 
-pub mod broken;
 pub use inbox_kit_testkit::kafka::server;
 
 use std::collections::HashMap;

@@ -4,11 +4,9 @@
 //!
 //! `proxy` stands between a consumer and the server to check that its
 //! settles are confirmed; `server` is a server of one test's own, for the
-//! tests that stop and restart it (both the test kit's); `unconfirmed` is a source that never waits for
-//! that, known-broken, for the test that proves the check catches it.
+//! tests that stop and restart it (both the test kit's).
 
 pub use inbox_kit_testkit::nats::{proxy, server};
-pub mod unconfirmed;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};

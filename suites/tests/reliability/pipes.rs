@@ -11,8 +11,8 @@ use std::os::unix::process::ExitStatusExt;
 use std::process::{Output, Stdio};
 
 use crate::consumer;
+use crate::kit::summary::field;
 use crate::support::database::Fixture;
-use crate::support::summary::field;
 
 /// A pipe whose read end is already closed, as a child's stdout.
 ///

@@ -22,6 +22,9 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+#[path = "../kit/mod.rs"]
+mod kit;
+
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
@@ -32,9 +35,9 @@ use {{crate_name}}::inbox::{Inbox, StorageError};
 use {{crate_name}}::pipeline::{self, Report};
 use {{crate_name}}::source::{Source, Stop};
 
-use support::consume::{in_process_options, real_inbox};
+use kit::consume::{in_process_options, real_inbox};
 use support::nats::proxy::{SettleCounts, SettleProxy, Withhold, withhold_nothing};
-use support::nats::unconfirmed::FireAndForget;
+use unconfirmed::FireAndForget;
 use support::nats::{Broker, nats_address};
 
 /// How long a test waits for a consumer to work through its stream before
@@ -187,3 +190,4 @@ mod scale_out;
 {%- endif %}
 mod settles;
 mod traces;
+mod unconfirmed;

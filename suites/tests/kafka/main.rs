@@ -29,6 +29,9 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+#[path = "../kit/mod.rs"]
+mod kit;
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -40,9 +43,9 @@ use {{crate_name}}::pipeline::{self, Report};
 use {{crate_name}}::source::kafka::Counts;
 use {{crate_name}}::source::{Source, Stop};
 
-use support::consume::{in_process_options, real_inbox};
+use broken::{BrokenSource, Mistake};
+use kit::consume::{in_process_options, real_inbox};
 use support::kafka::Broker;
-use support::kafka::broken::{BrokenSource, Mistake};
 
 /// A source of this project's events, as the pipeline takes it.
 type EventSource = Box<dyn Source<Event>>;
@@ -204,6 +207,7 @@ where
     seen
 }
 
+mod broken;
 mod duplicates;
 mod group;
 mod health;

@@ -10,8 +10,8 @@ use {{crate_name}}::inbox::{Policy, StorageError};
 use {{crate_name}}::pipeline::{Options, PROGRESS_LINE};
 use {{crate_name}}::store::Store;
 
-use super::database::Fixture;
-use super::kill::{Running, stop_and_collect};
+use crate::support::database::Fixture;
+use crate::support::kill::{Running, stop_and_collect};
 
 /// An in-process consumer's pipeline: four workers and small batches, so
 /// that a few hundred messages make many transactions and the workers

@@ -4,9 +4,9 @@
 //! `duplicates` and `offsets`.)
 
 use crate::SourceKind;
+use crate::broken::{MISTAKES, Mistake};
 use crate::duplicates::published_twice;
 use crate::offsets::failing_message_across_a_restart;
-use crate::support::kafka::broken::{MISTAKES, Mistake};
 
 /// The scenario that judges `mistake`'s end state.
 fn problems_with(mistake: Mistake) -> Vec<String> {

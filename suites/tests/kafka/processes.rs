@@ -9,13 +9,13 @@ use std::process::Command;
 use {{crate_name}}::pipeline::PROGRESS_LINE;
 
 use crate::PATIENCE;
-use crate::support::consume::consume_to_the_end;
+use crate::kit::consume::consume_to_the_end;
+use crate::kit::summary::field;
 use crate::support::database::Fixture;
 use crate::support::harness::{Prng, RealInbox, assert_applied_once, fixture_for, inbox_rows};
 use crate::support::kafka::Broker;
 use crate::support::kill::{hold_at_progress, signal_at_progress};
 use crate::support::subjects::{DebitSubject, payments};
-use crate::support::summary::field;
 
 pub const GROUP: &str = "processes";
 

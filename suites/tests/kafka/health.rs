@@ -8,9 +8,9 @@ use {{crate_name}}::inbox::Policy;
 use {{crate_name}}::metrics::Metrics;
 use {{crate_name}}::source::BrokerProbe;
 
+use crate::kit::metrics::series;
 use crate::support::harness::{RealInbox, assert_applied_once, fixture_for};
 use crate::support::kafka::Broker;
-use crate::support::metrics::series;
 use crate::support::subjects::{DebitSubject, payments};
 use crate::{GROUP, SourceKind, consume_until_drained, real_inbox};
 

@@ -20,13 +20,13 @@ use {{crate_name}}::source::lines::{LinesSource, Rejects};
 use {{crate_name}}::stop::Stop;
 use {{crate_name}}::store::Store;
 
-use crate::support::broken::{DuplicatesCountedAsApplied, RollbacksNotCounted};
-use crate::support::database::Fixture;
-use crate::support::kill::Running;
-use crate::support::metrics::{
+use crate::kit::meters::{DuplicatesCountedAsApplied, RollbacksNotCounted};
+use crate::kit::metrics::{
     DASHBOARD, DELIVERIES, dashboard_gaps, dashboard_series, disagreement, get, parse_summary,
     scrape, series, served_at,
 };
+use crate::support::database::Fixture;
+use crate::support::kill::Running;
 use crate::{consumer, consumer_on, run_consumer};
 
 /// A payment of 10 from account 1 (open) or 9 (missing: it fails, and is

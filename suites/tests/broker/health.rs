@@ -13,10 +13,10 @@ use {{crate_name}}::pipeline::PROGRESS_LINE;
 use {{crate_name}}::source::BrokerProbe;
 
 use crate::PATIENCE;
+use crate::kit::metrics::{get, scrape, series, served_at};
 use crate::processes::{DURABLE, consume_at};
 use crate::support::harness::{RealInbox, assert_applied_once, fixture_for};
 use crate::support::kill::Running;
-use crate::support::metrics::{get, scrape, series, served_at};
 use crate::support::nats::Broker;
 use crate::support::nats::server::OwnServer;
 use crate::support::subjects::{DebitSubject, payments};

@@ -11,13 +11,13 @@ use {{crate_name}}::message::{Message, MessageId};
 use {{crate_name}}::pipeline::PROGRESS_LINE;
 
 use crate::PATIENCE;
+use crate::kit::summary::field;
 use crate::processes::{GROUP, committed, consume};
 use crate::support::database::Fixture;
 use crate::support::harness::{Prng, RealInbox, fixture_for, inbox_rows};
 use crate::support::kafka::Broker;
 use crate::support::kill::{Running, hold_at_progress, stop_and_collect};
 use crate::support::subjects::DebitSubject;
-use crate::support::summary::field;
 
 /// Accounts the payments come from: enough keys to reach every partition.
 const ACCOUNTS: i64 = 12;

@@ -6,9 +6,9 @@ use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use crate::kit::metrics::{scrape, series, served_at};
 use crate::outbox_with;
 use crate::support::kill::Running;
-use crate::support::metrics::{scrape, series, served_at};
 
 /// The longest a relay may take to send a few dozen rows before the test
 /// calls it hung.

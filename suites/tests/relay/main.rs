@@ -15,6 +15,9 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+#[path = "../kit/mod.rs"]
+mod kit;
+
 mod crash;
 mod metrics;
 mod relays;

@@ -29,6 +29,9 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+#[path = "../kit/mod.rs"]
+mod kit;
+
 use std::process::{Command, Output};
 
 use support::database::Fixture;

@@ -8,14 +8,14 @@ use std::time::Duration;
 use {{crate_name}}::pipeline::PROGRESS_LINE;
 
 use crate::PATIENCE;
-use crate::support::consume::consume_to_the_end;
+use crate::kit::consume::consume_to_the_end;
+use crate::kit::summary::field;
 use crate::support::database::Fixture;
 use crate::support::harness::{Prng, RealInbox, assert_applied_once, fixture_for, inbox_rows};
 use crate::support::kill::{kill_at_progress, signal_at_progress};
 use crate::support::nats::proxy::{SettleProxy, withhold_nothing};
 use crate::support::nats::{Broker, nats_address, nats_url};
 use crate::support::subjects::{DebitSubject, NotifySubject, payments};
-use crate::support::summary::field;
 
 pub const DURABLE: &str = "processes";
 const ACK_WAIT: Duration = Duration::from_secs(2);
