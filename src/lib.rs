@@ -31,24 +31,7 @@ pub fn generate(
     if !destination.is_dir() {
         bail!("destination {} is not a folder", destination.display());
     }
-    let args = GenerateArgs {
-        template_path: TemplatePath {
-            path: Some(kit_root().display().to_string()),
-            ..TemplatePath::default()
-        },
-        name: Some(name.to_owned()),
-        silent: true,
-        vcs: Some(Vcs::None),
-        destination: Some(destination.to_path_buf()),
-        no_workspace: true,
-        define,
-        no_fmt: !format,
-        // The library defaults to a library crate; the CLI (and this
-        // template) make a binary one.
-        lib: false,
-        bin: true,
-        ..GenerateArgs::default()
-    };
+    let args = generate_args(kit_root(), name, destination, define, format);
     let before = entries(destination)?;
     let project = std::fs::canonicalize(destination)
         .unwrap_or_else(|_| destination.to_path_buf())
@@ -57,12 +40,8 @@ pub fn generate(
     // first letters (`/tmp/nc/x` reads `t/nc/x`): its report is captured
     // and passed on with the real path. When stderr cannot be redirected
     // (another redirect is active), the report goes out as it is.
-    let capture = gag::BufferRedirect::stderr().ok();
-    let generated = cargo_generate(args);
-    if let Some(mut capture) = capture {
-        let mut report = String::new();
-        let _ = capture.read_to_string(&mut report);
-        drop(capture);
+    let (generated, report) = with_stderr_captured(|| cargo_generate(args));
+    if let Some(report) = report {
         let project = generated.as_deref().unwrap_or(&project);
         eprint!("{}", with_real_path(&report, project));
     }
@@ -103,34 +82,18 @@ pub fn add_kit_suites(
         .prefix("inbox-kit-suites-")
         .tempdir()
         .context("could not make a folder to render the kit's suites in")?;
-    let args = GenerateArgs {
-        template_path: TemplatePath {
-            path: Some(kit_root().join("suites").display().to_string()),
-            ..TemplatePath::default()
-        },
-        name: Some(name.to_owned()),
-        silent: true,
-        quiet: true,
-        vcs: Some(Vcs::None),
-        destination: Some(scratch.path().to_path_buf()),
-        no_workspace: true,
+    let args = generate_args(
+        &kit_root().join("suites"),
+        name,
+        scratch.path(),
         define,
-        no_fmt: !format,
-        lib: false,
-        bin: true,
-        ..GenerateArgs::default()
-    };
+        format,
+    );
     // Its report names the scratch folder, which is gone by the end: kept
     // back, and shown only when the rendering failed.
-    let capture = gag::BufferRedirect::stderr().ok();
-    let rendered = cargo_generate(args);
-    if let Some(mut capture) = capture {
-        let mut report = String::new();
-        let _ = capture.read_to_string(&mut report);
-        drop(capture);
-        if rendered.is_err() {
-            eprint!("{report}");
-        }
+    let (rendered, report) = with_stderr_captured(|| cargo_generate(args));
+    if let (Err(_), Some(report)) = (&rendered, report) {
+        eprint!("{report}");
     }
     let rendered = rendered.context("could not render the kit's suites")?;
     let suites: Vec<PathBuf> = entries(&rendered.join("tests"))?.into_iter().collect();
@@ -189,6 +152,49 @@ fn rust_files(path: &Path, found: &mut Vec<PathBuf>) {
     } else if path.extension().is_some_and(|extension| extension == "rs") {
         found.push(path.to_path_buf());
     }
+}
+
+/// What cargo-generate needs to render `template` for project `name` into
+/// `destination`, silently, with the `define`s, formatted or not.
+fn generate_args(
+    template: &Path,
+    name: &str,
+    destination: &Path,
+    define: Vec<String>,
+    format: bool,
+) -> GenerateArgs {
+    GenerateArgs {
+        template_path: TemplatePath {
+            path: Some(template.display().to_string()),
+            ..TemplatePath::default()
+        },
+        name: Some(name.to_owned()),
+        silent: true,
+        vcs: Some(Vcs::None),
+        destination: Some(destination.to_path_buf()),
+        no_workspace: true,
+        define,
+        no_fmt: !format,
+        // The library defaults to a library crate; the CLI (and this
+        // template) make a binary one.
+        lib: false,
+        bin: true,
+        ..GenerateArgs::default()
+    }
+}
+
+/// Runs `work` with stderr captured, and returns what it wrote there;
+/// `None` when stderr cannot be redirected (another redirect is active),
+/// and what `work` wrote went out as it is.
+fn with_stderr_captured<T>(work: impl FnOnce() -> T) -> (T, Option<String>) {
+    let capture = gag::BufferRedirect::stderr().ok();
+    let result = work();
+    let report = capture.map(|mut capture| {
+        let mut report = String::new();
+        let _ = capture.read_to_string(&mut report);
+        report
+    });
+    (result, report)
 }
 
 /// Copies the file or folder `from` to `to`, which must not exist.

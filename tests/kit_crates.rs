@@ -131,32 +131,28 @@ fn each_variant_turns_on_the_runtime_features_it_uses() {
 
 /// What `cargo publish` would upload: each crate builds from its package
 /// alone, with its dependencies from crates.io, and without a warning.
+/// Packaged together, as `cargo publish --workspace` would publish them:
+/// the test kit names the runtime by version, which cargo then takes from
+/// the runtime's own package instead of crates.io.
 #[test]
 fn the_kits_crates_package_as_publishable_crates() {
+    let target = Path::new(env!("CARGO_TARGET_TMPDIR")).join("kit-crates-package");
+    let mut command = Command::new(env!("CARGO"));
+    command.arg("package");
     for (name, _) in CRATES {
-        let target = Path::new(env!("CARGO_TARGET_TMPDIR")).join("kit-crates-package");
-        let output = Command::new(env!("CARGO"))
-            .args([
-                "package",
-                "--package",
-                name,
-                "--allow-dirty",
-                "--target-dir",
-            ])
-            .arg(&target)
-            .current_dir(kit_root())
-            .env_remove("RUSTFLAGS")
-            .output()
-            .expect("run cargo package");
-        let log = String::from_utf8_lossy(&output.stderr);
-        assert!(
-            output.status.success(),
-            "{name}: cargo package failed:\n{log}"
-        );
-        assert!(
-            !log.contains("warning"),
-            "{name}: cargo package warned:\n{log}"
-        );
+        command.args(["--package", name]);
+    }
+    let output = command
+        .args(["--allow-dirty", "--target-dir"])
+        .arg(&target)
+        .current_dir(kit_root())
+        .env_remove("RUSTFLAGS")
+        .output()
+        .expect("run cargo package");
+    let log = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "cargo package failed:\n{log}");
+    assert!(!log.contains("warning"), "cargo package warned:\n{log}");
+    for (name, _) in CRATES {
         let crate_file = format!("package/{name}-{}.crate", version(name));
         assert!(
             target.join(&crate_file).is_file(),

@@ -22,7 +22,7 @@ use crate::{GROUP, SourceKind, consume_until, consume_until_drained, real_inbox}
 
 /// Fails every attempt at one message, counting them.
 struct Counted {
-    inner: FailFor,
+    inner: FailFor<Debit>,
     id: String,
     attempts: Arc<AtomicU32>,
 }

@@ -11,8 +11,8 @@ use {{crate_name}}::handler::Handler;
 use {{crate_name}}::handlers::{self, AnyHandler, Debit, Notify, Refund, Tables};
 
 use crate::support::broken::*;
-use crate::support::database::CONCURRENT_WRITERS;
 use crate::support::database::traps::*;
+use crate::support::database::{CONCURRENT_WRITERS, LOCK_WAIT_EVIDENCE};
 use crate::support::harness::*;
 use crate::support::subjects::{DebitSubject, NotifySubject, RefundSubject};
 
@@ -337,7 +337,7 @@ fn a_claim_on_a_second_connection_hangs_and_the_hang_fails_the_test() {
         "run twice via claims again on a second connection, for `debit`",
         "delivering 5 messages (m-00001 to m-00005) to `debit`",
     );
-    run.assert_lock_holder_named();
+    run.assert_lock_holder_named(LOCK_WAIT_EVIDENCE);
 }
 
 #[test]

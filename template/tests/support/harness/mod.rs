@@ -17,24 +17,28 @@
 //! Each scenario has a `play_` form that runs the schedule and reports what
 //! it left behind, and a judged form that returns the same [`Play`] once it
 //! passed, or the [`Violation`] that says what went wrong.
+//!
+//! What does not depend on this project (what the judge holds a play
+//! against, the knobs and seeded generator, handlers wrapped to fail on
+//! purpose, the hang watchdog) is the test kit's
+//! (`inbox_kit_testkit::harness`), re-exported here.
 
-mod env;
-mod faults;
-pub mod hangs;
 mod inboxes;
 mod judge;
 mod scenarios;
 
-pub use env::{Prng, env_number, now_millis, stress_messages, stress_workers};
-pub use faults::{AlwaysFail, FailFirstAttempt, FailFor};
+pub use inbox_kit_testkit::harness::env::{
+    Prng, env_number, now_millis, stress_messages, stress_workers,
+};
+pub use inbox_kit_testkit::harness::faults::{AlwaysFail, FailFirstAttempt, FailFor};
+pub use inbox_kit_testkit::harness::hangs;
 pub use inboxes::{
     DeadLettersUnderTest, InboxUnderTest, InboxWithLetters, OnPath, Path, RealDeadLetters,
     RealInbox,
 };
-pub use judge::{Expected, Observed, Play, Violation, distinct};
+pub use judge::{Expected, ExpectedOf, Judge, Model, Observed, Play, Violation, distinct};
 pub use scenarios::*;
 
-use std::collections::BTreeMap;
 use std::fmt::Debug;
 use std::sync::Arc;
 
@@ -96,24 +100,6 @@ pub trait Subject: Sync {
     /// when something else fails.
     fn cannot_apply(&self, _id: MessageId) -> Option<Message> {
         None
-    }
-}
-
-/// What a subject's model says `messages` must give.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Model<State> {
-    pub state: State,
-    /// The messages the handler must refuse, by id, with why.
-    pub refused: BTreeMap<String, String>,
-}
-
-impl<State> Model<State> {
-    /// Every message applied, none refused.
-    pub fn applied(state: State) -> Self {
-        Self {
-            state,
-            refused: BTreeMap::new(),
-        }
     }
 }
 

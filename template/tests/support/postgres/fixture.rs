@@ -170,6 +170,7 @@ fn slot_tables() -> String {
 impl Fixture {
     /// A schema with the real tables and nothing in them.
     pub fn new() -> Self {
+        hangs::describe_the_database_with(super::describe_waits);
         let idle = IDLE_SLOTS
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
@@ -212,6 +213,7 @@ impl Fixture {
 
     /// The fixture another process made, at `location`.
     pub fn attach(location: &str) -> Self {
+        hangs::describe_the_database_with(super::describe_waits);
         Self {
             schema: location.to_owned(),
             serial: SERIALS.fetch_add(1, Ordering::Relaxed),

@@ -11,13 +11,9 @@ pub use fixture::{Fixture, Scratch, scratch_folder};
 pub use raw::SqliteRaw;
 pub use tripwires::{CONCURRENT_WRITERS, ClaimHolder, Conflicts};
 
-/// What the database can add to a hang report: nothing on SQLite, where a
-/// connection waiting for the write lock shows only as a delivery in
-/// flight (the report's list of waits).
-pub fn describe_waits() -> Vec<String> {
-    Vec::new()
-}
-
 /// What a hang report says of a claim waiting for its own transaction's
-/// lock: nothing more than the delivery in flight, on SQLite.
+/// lock: nothing more than the delivery in flight, on SQLite, where a
+/// connection waiting for the write lock shows only as a delivery in
+/// flight (the report's list of waits), so nothing describes the
+/// database to the hang watchdog.
 pub const LOCK_WAIT_EVIDENCE: Option<&str> = None;

@@ -16,9 +16,13 @@
 //!   message from its producer to the relay's receiver;
 //! * [`nats`]: a NATS server of a test's own, and a proxy that watches and
 //!   withholds a consumer's settles;
-//! * [`kafka`]: a Kafka-compatible broker (tansu) of a test's own.
+//! * [`kafka`]: a Kafka-compatible broker (tansu) of a test's own;
+//! * [`harness`]: what a consumer's conformance harness needs whatever its
+//!   database: the knobs and seeded generator of its scenarios, and
+//!   handlers wrapped to fail on purpose.
 
 pub mod collector;
+pub mod harness;
 pub mod kafka;
 pub mod kill;
 pub mod nats;

@@ -23,7 +23,7 @@ use super::deliver_all;
 use crate::support::harness::hangs;
 use crate::support::harness::judge::observe;
 use crate::support::harness::{
-    Expected, InboxUnderTest, Play, Subject, Violation, facts, fixture_for,
+    Expected, ExpectedOf, InboxUnderTest, Play, Subject, Violation, facts, fixture_for,
 };
 use crate::support::raw::apply_alone;
 

@@ -9,7 +9,7 @@
 use crate::support::harness::hangs;
 use crate::support::harness::judge::observe;
 use crate::support::harness::{
-    Expected, InboxUnderTest, Play, Subject, Violation, deliver_all, facts, fixture_for,
+    Expected, ExpectedOf, InboxUnderTest, Play, Subject, Violation, deliver_all, facts, fixture_for,
 };
 use {{crate_name}}::message::MessageId;
 use {{crate_name}}::pipeline::Summary;

@@ -6,7 +6,7 @@
 use super::{Fault, play_through_fault};
 use crate::support::harness::hangs;
 use crate::support::harness::{
-    Expected, InboxUnderTest, Play, Subject, Violation, facts, fixture_for,
+    Expected, ExpectedOf, InboxUnderTest, Judge, Play, Subject, Violation, facts, fixture_for,
 };
 
 /// The step observed after the deliveries whose commit failed.

@@ -7,7 +7,9 @@
 use super::deliver_mixed;
 use crate::support::harness::hangs;
 use crate::support::harness::judge::observe;
-use crate::support::harness::{InboxUnderTest, Play, Subject, Violation, facts, fixture_for};
+use crate::support::harness::{
+    InboxUnderTest, Judge, Play, Subject, Violation, facts, fixture_for,
+};
 
 /// A play for each of the two consumers.
 pub type BothPlays<A, B> = (Play<<A as Subject>::State>, Play<<B as Subject>::State>);

@@ -9,7 +9,7 @@ use {{crate_name}}::message::{MAX_MESSAGE_ID_BYTES, Message, MessageId};
 use super::deliver_all;
 use crate::support::harness::hangs;
 use crate::support::harness::judge::observe;
-use crate::support::harness::{InboxUnderTest, Play, Subject, Violation, fixture_for};
+use crate::support::harness::{InboxUnderTest, Judge, Play, Subject, Violation, fixture_for};
 
 /// Ids that are all different, byte for byte, though a careless inbox would
 /// think some of them equal.

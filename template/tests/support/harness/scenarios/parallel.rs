@@ -13,7 +13,8 @@ use super::deliver_all;
 use crate::support::harness::hangs;
 use crate::support::harness::judge::observe;
 use crate::support::harness::{
-    Expected, InboxUnderTest, Play, Subject, Violation, env_number, facts, fixture_for,
+    Expected, ExpectedOf, InboxUnderTest, Judge, Play, Subject, Violation, env_number, facts,
+    fixture_for,
 };
 
 /// Rounds the judged parallel scenario plays at least, unless

@@ -32,7 +32,7 @@ use crate::support::database::Fixture;
 use crate::support::harness::hangs;
 use crate::support::harness::judge::observe;
 use crate::support::harness::{
-    Expected, FailFirstAttempt, Play, RealInbox, Subject, Violation, facts, fixture_for,
+    Expected, ExpectedOf, FailFirstAttempt, Play, RealInbox, Subject, Violation, facts, fixture_for,
 };
 use crate::support::raw::Raw;
 

@@ -19,8 +19,8 @@ use super::{applied_facts, deliver_all};
 use crate::support::harness::hangs;
 use crate::support::harness::judge::observe;
 use crate::support::harness::{
-    DeadLettersUnderTest, Expected, FailFor, Play, RealInbox, Subject, Violation, facts,
-    fixture_for,
+    DeadLettersUnderTest, Expected, ExpectedOf, FailFor, Play, RealInbox, Subject, Violation,
+    facts, fixture_for,
 };
 
 /// Failures after which the scenario's poison message is dead-lettered.

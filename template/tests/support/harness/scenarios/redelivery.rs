@@ -11,7 +11,8 @@ use super::deliver_all;
 use crate::support::harness::hangs;
 use crate::support::harness::judge::observe;
 use crate::support::harness::{
-    Expected, FailFirstAttempt, InboxUnderTest, Play, Subject, Violation, facts, fixture_for,
+    Expected, ExpectedOf, FailFirstAttempt, InboxUnderTest, Judge, Play, Subject, Violation, facts,
+    fixture_for,
 };
 
 /// The ids of the messages `failing` picks (by index) that the model says

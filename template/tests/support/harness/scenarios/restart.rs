@@ -17,7 +17,9 @@ use super::process::{
 use crate::support::database::Fixture;
 use crate::support::harness::hangs;
 use crate::support::harness::judge::observe;
-use crate::support::harness::{InboxUnderTest, Play, Subject, Violation, facts, fixture_for};
+use crate::support::harness::{
+    InboxUnderTest, Judge, Play, Subject, Violation, facts, fixture_for,
+};
 
 /// The step observed after the first process's round.
 pub const FIRST_PROCESS: &str = "after the first process";

@@ -21,7 +21,8 @@ use crate::support::harness::hangs;
 use super::deliver_all;
 use crate::support::harness::judge::observe;
 use crate::support::harness::{
-    Expected, InboxUnderTest, Play, RealInbox, Subject, Violation, facts, fixture_for, now_millis,
+    Expected, ExpectedOf, InboxUnderTest, Play, RealInbox, Subject, Violation, facts, fixture_for,
+    now_millis,
 };
 
 /// A purge implementation under test.

@@ -20,7 +20,8 @@ use crate::support::database::Fixture;
 use crate::support::harness::hangs;
 use crate::support::harness::judge::observe;
 use crate::support::harness::{
-    Expected, InboxUnderTest, Observed, Play, RealInbox, Subject, Violation, fixture_for,
+    Expected, ExpectedOf, InboxUnderTest, Judge, Observed, Play, RealInbox, Subject, Violation,
+    fixture_for,
 };
 
 /// The step observed after the faulty deliveries.

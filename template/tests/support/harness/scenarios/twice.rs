@@ -4,7 +4,9 @@
 use super::deliver_all;
 use crate::support::harness::hangs;
 use crate::support::harness::judge::observe;
-use crate::support::harness::{InboxUnderTest, Play, Subject, Violation, facts, fixture_for};
+use crate::support::harness::{
+    InboxUnderTest, Judge, Play, Subject, Violation, facts, fixture_for,
+};
 
 pub fn play_run_twice<S: Subject>(
     subject: &S,

@@ -26,7 +26,7 @@ pub fn stress_messages() -> usize {
 
 /// Milliseconds since the Unix epoch, as the inbox stores them.
 pub fn now_millis() -> i64 {
-    {{crate_name}}::inbox::unix_millis(SystemTime::now())
+    inbox_kit_runtime::inbox::unix_millis(SystemTime::now())
 }
 
 /// A small deterministic generator (xorshift), so that a failing run can be
@@ -56,5 +56,41 @@ impl Prng {
         self.0 ^= self.0 >> 7;
         self.0 ^= self.0 << 17;
         self.0 % below.max(1)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_seed_replays_the_same_numbers_within_bounds() {
+        let draw = |seed| {
+            let mut prng = Prng::new(seed);
+            (0..64).map(|_| prng.below(10)).collect::<Vec<_>>()
+        };
+        let numbers = draw(42);
+        assert_eq!(numbers, draw(42));
+        assert_ne!(numbers, draw(44));
+        assert_eq!(
+            numbers,
+            draw(43),
+            "the low bit is always set: 42 and 43 are one seed"
+        );
+        assert!(numbers.iter().all(|&n| n < 10), "{numbers:?}");
+        let mut distinct = numbers.clone();
+        distinct.sort_unstable();
+        distinct.dedup();
+        assert!(distinct.len() > 5, "too few distinct numbers: {numbers:?}");
+        assert_eq!(Prng::new(7).below(0), 0, "below(0) is read as below(1)");
+    }
+
+    #[test]
+    fn a_number_knob_reads_its_variable_or_its_default() {
+        assert_eq!(env_number("INBOX_KIT_TESTKIT_UNSET_KNOB", 17), 17);
+        assert!(
+            now_millis() > 1_700_000_000_000,
+            "the clock is in milliseconds"
+        );
     }
 }

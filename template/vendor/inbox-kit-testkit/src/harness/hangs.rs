@@ -11,16 +11,17 @@
 //! (`INBOX_TEST_HANG_SECONDS`, 30 by default: a delivery takes
 //! milliseconds, so only a blocked one ever comes near it, however loaded
 //! the machine), it prints which test and scenario hung, what each wait
-//! in flight was for and for how long (and what the database knows: on
-//! PostgreSQL, which session holds the lock another waits for), then ends
-//! the test process with a failure.
+//! in flight was for and for how long (and what the database knows, from
+//! what the project's harness registered with [`describe_the_database_with`]:
+//! on PostgreSQL, which session holds the lock another waits for), then
+//! ends the test process with a failure.
 //!
 //! Ending the process is the only way out: a blocked thread cannot be
 //! unwound from outside, and a scenario's scoped workers hold the scenario
 //! until the last of them returns. The report goes straight to stdout and
 //! stderr, past libtest's capture, as `test NAME ... HUNG` and a section
 //! between `---- NAME hung ----` and `---- end of hang report ----`, which
-//! `scripts/stop-hook.sh` reads like any failed test.
+//! a project's `scripts/stop-hook.sh` reads like any failed test.
 
 use std::cell::RefCell;
 use std::collections::BTreeMap;
@@ -29,10 +30,23 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Once, OnceLock};
 use std::time::{Duration, Instant};
 
-use super::env_number;
+use super::env::env_number;
 
 /// How often the watchdog looks.
 const LOOK: Duration = Duration::from_millis(250);
+
+/// What the database can say about who waits for whom, for a hang report:
+/// registered by the project's database fixture, once per process; the
+/// first registration counts.
+static DATABASE: OnceLock<fn() -> Vec<String>> = OnceLock::new();
+
+/// Has every hang report add `describe()`'s lines (say, which session holds
+/// the lock a delivery waits for). Without it a report lists the waits in
+/// flight alone, which is all a database without lock introspection (one
+/// SQLite file) can show.
+pub fn describe_the_database_with(describe: fn() -> Vec<String>) {
+    let _ = DATABASE.set(describe);
+}
 
 /// The longest any one wait may last before it counts as a hang:
 /// `INBOX_TEST_HANG_SECONDS`, default 30.
@@ -202,7 +216,7 @@ fn hang_report(waits: &BTreeMap<u64, Wait>) -> Option<(String, String)> {
             wait.since.elapsed().as_secs_f64()
         ));
     }
-    let database = crate::support::database::describe_waits();
+    let database = DATABASE.get().map_or_else(Vec::new, |describe| describe());
     if !database.is_empty() {
         report.push_str("The database:\n");
         for line in database {
@@ -280,10 +294,11 @@ impl RunAlone {
     }
 
     /// Fails unless the report says which session holds the lock the hung
-    /// delivery waits for, where the database can tell.
+    /// delivery waits for, where the database can tell: `evidence` is what
+    /// its description says then (none for a database that cannot tell).
     #[track_caller]
-    pub fn assert_lock_holder_named(&self) {
-        if let Some(evidence) = crate::support::database::LOCK_WAIT_EVIDENCE {
+    pub fn assert_lock_holder_named(&self, evidence: Option<&str>) {
+        if let Some(evidence) = evidence {
             let out = &self.stdout;
             assert!(
                 out.contains(evidence),
