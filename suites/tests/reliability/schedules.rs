@@ -24,8 +24,8 @@ use {{crate_name}}::message::Message;
 use crate::support::broken::{MintedId, NoInbox, RecordFirst};
 use crate::support::database::traps::keyed_by_message_id;
 use crate::support::harness::{
-    AlwaysFail, Expected, ExpectedOf, InboxUnderTest, Path, RealInbox, Subject, fixture_for,
-    inbox_rows, state_of,
+    AlwaysFail, Expected, InboxUnderTest, Path, RealInbox, Subject, fixture_for, inbox_rows,
+    state_of,
 };
 use crate::support::subjects::{DebitSubject, NotifySubject, payments};
 

@@ -12,7 +12,7 @@ use {{crate_name}}::handlers::{
 use {{crate_name}}::inbox::StorageError;
 use {{crate_name}}::message::{Message, MessageId};
 
-use super::harness::{AnySubject, Model, Subject};
+use super::harness::{AnySubject, Model, Subject, ThisProject};
 
 /// Every consumer's subject. Each handler registered in `handlers::all()`
 /// must have one here: a required test checks it, and runs every required
@@ -92,13 +92,14 @@ impl DebitSubject {
 }
 
 impl Subject for DebitSubject {
+    type Project = ThisProject;
     type State = LedgerState;
 
     fn handler(&self) -> Arc<AnyHandler> {
         self.handler.clone()
     }
 
-    fn seed(&self, tables: &mut dyn Tables) -> Result<(), StorageError> {
+    fn seed(&self, tables: &mut (dyn Tables + '_)) -> Result<(), StorageError> {
         tables.open_account(ACCOUNT, OPENING_BALANCE)
     }
 
@@ -129,7 +130,7 @@ impl Subject for DebitSubject {
         None
     }
 
-    fn state(&self, tables: &mut dyn Tables) -> Result<LedgerState, StorageError> {
+    fn state(&self, tables: &mut (dyn Tables + '_)) -> Result<LedgerState, StorageError> {
         let mut debits = tables.debits()?;
         debits.sort();
         Ok(LedgerState {
@@ -175,13 +176,14 @@ impl NotifySubject {
 }
 
 impl Subject for NotifySubject {
+    type Project = ThisProject;
     type State = Vec<Notification>;
 
     fn handler(&self) -> Arc<AnyHandler> {
         self.handler.clone()
     }
 
-    fn seed(&self, _tables: &mut dyn Tables) -> Result<(), StorageError> {
+    fn seed(&self, _tables: &mut (dyn Tables + '_)) -> Result<(), StorageError> {
         Ok(())
     }
 
@@ -203,7 +205,7 @@ impl Subject for NotifySubject {
         None
     }
 
-    fn state(&self, tables: &mut dyn Tables) -> Result<Vec<Notification>, StorageError> {
+    fn state(&self, tables: &mut (dyn Tables + '_)) -> Result<Vec<Notification>, StorageError> {
         let mut rows = tables.notifications()?;
         rows.sort();
         Ok(rows)
@@ -297,6 +299,7 @@ fn refund_message(id: MessageId, payment_id: String, account: i64, amount: i64) 
 }
 
 impl Subject for RefundSubject {
+    type Project = ThisProject;
     type State = RefundState;
 
     fn handler(&self) -> Arc<AnyHandler> {
@@ -305,7 +308,7 @@ impl Subject for RefundSubject {
 
     /// The account, and every payment it may refund, debited through the
     /// ledger as the `debit` consumer would have.
-    fn seed(&self, tables: &mut dyn Tables) -> Result<(), StorageError> {
+    fn seed(&self, tables: &mut (dyn Tables + '_)) -> Result<(), StorageError> {
         tables.open_account(REFUND_ACCOUNT, REFUND_OPENING)?;
         for (payment_id, amount) in seeded_payments() {
             tables.debit(&Debited {
@@ -355,7 +358,7 @@ impl Subject for RefundSubject {
         })
     }
 
-    fn state(&self, tables: &mut dyn Tables) -> Result<RefundState, StorageError> {
+    fn state(&self, tables: &mut (dyn Tables + '_)) -> Result<RefundState, StorageError> {
         let mut refunds = tables.refunds()?;
         refunds.sort();
         Ok(RefundState {

@@ -12,16 +12,18 @@
 //!   once, straight through the handler, to a fresh database;
 //! * the inbox holds one row per distinct message, and the outcomes add up.
 //!
-//! To test a handler, implement [`Subject`] for it (see `subjects.rs`) and
-//! add it to `subjects::all()`: every required scenario then runs for it.
+//! To test a handler, implement [`Subject`] for it (see `subjects.rs`: the
+//! contract is the test kit's, `type Project = ThisProject`) and add it to
+//! `subjects::all()`: every required scenario then runs for it.
 //! Each scenario has a `play_` form that runs the schedule and reports what
 //! it left behind, and a judged form that returns the same [`Play`] once it
 //! passed, or the [`Violation`] that says what went wrong.
 //!
-//! What does not depend on this project (what the judge holds a play
-//! against, the knobs and seeded generator, handlers wrapped to fail on
-//! purpose, the hang watchdog) is the test kit's
-//! (`inbox_kit_testkit::harness`), re-exported here.
+//! What does not depend on this project's database schedules (the subject
+//! contract, the judge and its once-only route, the knobs and seeded
+//! generator, handlers wrapped to fail on purpose, the hang watchdog) is
+//! the test kit's (`inbox_kit_testkit::harness`), re-exported here; this
+//! project shows itself to it as [`ThisProject`].
 
 mod inboxes;
 mod judge;
@@ -32,106 +34,82 @@ pub use inbox_kit_testkit::harness::env::{
 };
 pub use inbox_kit_testkit::harness::faults::{AlwaysFail, FailFirstAttempt, FailFor};
 pub use inbox_kit_testkit::harness::hangs;
+pub use inbox_kit_testkit::harness::{
+    Expected, Model, Observed, Scratch, Seed, Subject, Violation, applied_once_problems,
+    assert_applied_once, distinct, facts, observe, state_against, state_of,
+};
 pub use inboxes::{
     DeadLettersUnderTest, InboxUnderTest, InboxWithLetters, OnPath, Path, RealDeadLetters,
     RealInbox,
 };
-pub use judge::{Expected, ExpectedOf, Judge, Model, Observed, Play, Violation, distinct};
+pub use judge::Play;
 pub use scenarios::*;
 
-use std::fmt::Debug;
-use std::sync::Arc;
+use inbox_kit_testkit::harness::Project;
 
+use {{crate_name}}::event::Event;
+use {{crate_name}}::handler::HandlerError;
 use {{crate_name}}::handlers::{AnyHandler, Tables};
-use {{crate_name}}::inbox::{Delivery, Inbox, Outcome, Policy, StorageError};
-use {{crate_name}}::message::{Message, MessageId};
-use {{crate_name}}::store::Store;
+use {{crate_name}}::inbox::{DeadLetter, StorageError};
+use {{crate_name}}::message::Message;
 
 use crate::support::database::Fixture;
 
-/// A handler under test, with what the harness needs to judge it.
-///
-/// The harness never makes up a message: every message a scenario delivers
-/// is a new business fact from [`Subject::fact`], a resend of one
-/// ([`Subject::resend`]), or a repeat of one under a new id
-/// ([`Subject::repeat`]), each used for what it means.
-pub trait Subject: Sync {
-    /// The part of the database the handler owns, read back for comparison.
-    type State: PartialEq + Debug + Send;
+/// This project as the test kit's harness sees it: its events, its
+/// handlers, the tables they are handed and its database fixture.
+pub struct ThisProject;
 
-    fn handler(&self) -> Arc<AnyHandler>;
-    /// Business state every scenario starts from (e.g. an account with 1,000).
-    fn seed(&self, tables: &mut dyn Tables) -> Result<(), StorageError>;
-    /// A new business fact (a new payment, a refund with a refund id of its
-    /// own...) sent under the message id `id`. `n` numbers the facts of a
-    /// scenario from 0, for subjects that vary them (accounts, amounts,
-    /// the messages they must refuse). Facts must not depend on each
-    /// other's order: rules across messages belong to [`Subject::contended`].
-    fn fact(&self, id: MessageId, n: usize) -> Message;
-    /// `message` sent again by its sender under the same id, with other
-    /// content (a fresh timestamp, a corrected payload). It is still the
-    /// same message: the inbox refuses it, and the handler's own tables must
-    /// refuse it too if it ever gets past the inbox.
-    fn resend(&self, message: &Message) -> Message;
-    /// The business fact of `message` sent again under the new message id
-    /// `id` (a producer that lost track and published it twice): its
-    /// business key (a refund id in the payload) must refuse it, since the
-    /// inbox cannot. `None` when the message id is the business key (one
-    /// payment is one message): a new id is then a new fact.
-    fn repeat(&self, message: &Message, id: MessageId) -> Option<Message>;
-    /// Reads the handler's state.
-    fn state(&self, tables: &mut dyn Tables) -> Result<Self::State, StorageError>;
-    /// The model: what applying each of `messages` (distinct) once, in this
-    /// order, must give: the state, and which messages the handler refuses.
-    /// Computed by hand, without a database.
-    fn model(&self, messages: &[Message]) -> Model<Self::State>;
-    /// A few different facts about one business entity whose outcomes
-    /// depend on their order (refunds of one payment that together exceed
-    /// it), for the rules-across-messages scenario: delivered at once, they
-    /// must end as some serial order of them would. `round` numbers the
-    /// rounds: each round's facts are about a new entity. None by default:
-    /// a consumer without rules across messages.
-    fn contended(&self, _round: usize) -> Vec<Message> {
-        Vec::new()
-    }
-    /// A fact its handler cannot apply for now and must fail on (a payment
-    /// from an account never opened), sent under `id`, for the
-    /// cannot-apply scenario. None by default: a handler that fails only
-    /// when something else fails.
-    fn cannot_apply(&self, _id: MessageId) -> Option<Message> {
-        None
+impl Project for ThisProject {
+    type Event = Event;
+    type Handler = AnyHandler;
+    type Tables<'t> = dyn Tables + 't;
+    type Fixture = Fixture;
+
+    fn apply(
+        handler: &AnyHandler,
+        tables: &mut (dyn Tables + '_),
+        message: &Message,
+    ) -> Result<(), HandlerError> {
+        handler.apply(tables, message)
     }
 }
 
-/// `count` new facts of `subject`, ids `<prefix>00001` and up.
-pub fn facts<S: Subject + ?Sized>(subject: &S, prefix: &str, count: usize) -> Vec<Message> {
-    (0..count)
-        .map(|n| {
-            let id = MessageId::new(format!("{prefix}{:05}", n + 1)).expect("a valid id");
-            subject.fact(id, n)
-        })
-        .collect()
+/// What the test kit's judge reads from a fixture: the fixture's own
+/// methods of the same names.
+impl inbox_kit_testkit::harness::Fixture<ThisProject> for Fixture {
+    fn with_tables<T>(
+        &self,
+        work: impl FnOnce(&mut (dyn Tables + '_)) -> Result<T, StorageError>,
+    ) -> T {
+        Fixture::with_tables(self, work)
+    }
+
+    fn inbox_rows(&self, consumer: &str) -> usize {
+        Fixture::inbox_rows(self, consumer)
+    }
+
+    fn dead_letters(&self) -> Vec<DeadLetter> {
+        Fixture::dead_letters(self)
+    }
+
+    fn failures_counted(&self, consumer: &str) -> u64 {
+        Fixture::failures_counted(self, consumer)
+    }
+
+    fn scratch<T>(work: impl FnOnce(&mut dyn Scratch<ThisProject>) -> T) -> T {
+        Fixture::scratch(|scratch| work(scratch))
+    }
 }
 
-/// The part of a [`Subject`] that set-up needs, without its state type, so
-/// that subjects of different types can share one fixture.
-pub trait Seed {
-    fn seed_handler(&self) -> Arc<AnyHandler>;
-    fn seed_tables(&self, tables: &mut dyn Tables) -> Result<(), StorageError>;
-}
+/// A [`Subject`] of this project: what every scenario here is written for.
+/// Implement [`Subject`] (with `type Project = ThisProject;`); this follows.
+pub trait LocalSubject: Subject<Project = ThisProject> {}
 
-impl<S: Subject> Seed for S {
-    fn seed_handler(&self) -> Arc<AnyHandler> {
-        self.handler()
-    }
-    fn seed_tables(&self, tables: &mut dyn Tables) -> Result<(), StorageError> {
-        self.seed(tables)
-    }
-}
+impl<S: Subject<Project = ThisProject>> LocalSubject for S {}
 
 /// A fresh database with every table, prepared for `inbox`, seeded for
 /// `subjects`.
-pub fn fixture_for(inbox: &dyn InboxUnderTest, subjects: &[&dyn Seed]) -> Fixture {
+pub fn fixture_for(inbox: &dyn InboxUnderTest, subjects: &[&dyn Seed<ThisProject>]) -> Fixture {
     let fixture = Fixture::new();
     inbox.prepare(&fixture);
     fixture.with_tables(|tables| {
@@ -149,45 +127,6 @@ pub fn inbox_rows(fixture: &Fixture, consumer: &str) -> usize {
     fixture.inbox_rows(consumer)
 }
 
-/// The subject's state in `fixture`, read on the fixture's connection.
-pub fn state_of<S: Subject>(fixture: &Fixture, subject: &S) -> S::State {
-    fixture.with_tables(|tables| subject.state(tables))
-}
-
-/// Asserts that `subject`'s state in `fixture`, and the messages it
-/// refused, are each distinct message of `applied` applied once, judged by
-/// the subject's model and by the once-applied oracle; the panic lists
-/// what differs.
-#[track_caller]
-pub fn assert_applied_once<S: Subject>(fixture: &Fixture, subject: &S, applied: &[Message]) {
-    let problems = applied_once_problems(fixture, subject, applied);
-    assert!(
-        problems.is_empty(),
-        "{} is not each message applied once: {}",
-        subject.handler().consumer(),
-        problems.join("; ")
-    );
-}
-
-/// What [`assert_applied_once`] would complain about (nothing: the state
-/// is each message applied once).
-pub fn applied_once_problems<S: Subject>(
-    fixture: &Fixture,
-    subject: &S,
-    applied: &[Message],
-) -> Vec<String> {
-    let consumer = subject.handler().consumer();
-    let refused = fixture
-        .dead_letters()
-        .into_iter()
-        .filter(|letter| letter.consumer == consumer && letter.refused)
-        .map(|letter| letter.message_id)
-        .collect();
-    Expected::of(subject, applied)
-        .unwrap_or_else(|violation| panic!("{violation:?}"))
-        .problems(&state_of(fixture, subject), &refused)
-}
-
 /// A [`Subject`] without its state type, so that subjects of different
 /// types can sit in one list (`subjects::all()`).
 pub trait AnySubject: Sync {
@@ -197,7 +136,7 @@ pub trait AnySubject: Sync {
     fn required_scenarios(&self) -> Vec<Violation>;
 }
 
-impl<S: Subject> AnySubject for S {
+impl<S: LocalSubject> AnySubject for S {
     fn consumer(&self) -> &'static str {
         self.handler().consumer()
     }

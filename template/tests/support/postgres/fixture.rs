@@ -23,6 +23,7 @@ use postgres::Client;
 use {{crate_name}}::database::{
     Database, INBOX_SCHEMA, PgInbox, PgTables, Pipelined, Settings, TableStatements,
 };
+use {{crate_name}}::handler::HandlerError;
 use {{crate_name}}::handlers::{BorrowedHandler, Handlers, Tables};
 use {{crate_name}}::inbox::{
     DeadLetter, DeadLetters, Delivery, Inbox, Outcome, Policy, StorageError,
@@ -32,7 +33,7 @@ use {{crate_name}}::store::Store;
 
 use super::PgRaw;
 use super::tripwires::TRIPWIRES;
-use crate::support::harness::{InboxWithLetters, hangs};
+use crate::support::harness::{self, InboxWithLetters, ThisProject, hangs};
 use crate::support::proxy::Proxy;
 use crate::support::raw::Raw;
 
@@ -496,6 +497,20 @@ impl Scratch<'_> {
     /// Reads (or writes) the tables as they stand.
     pub fn read<T>(&mut self, read: impl FnOnce(&mut dyn Tables) -> T) -> T {
         read(&mut PgTables::new(self.tx, self.statements))
+    }
+}
+
+/// The once-only route of the test kit's judge runs on it.
+impl harness::Scratch<ThisProject> for Scratch<'_> {
+    fn attempt(
+        &mut self,
+        step: &mut dyn FnMut(&mut (dyn Tables + '_)) -> Result<(), HandlerError>,
+    ) -> Result<(), HandlerError> {
+        Scratch::attempt(self, step)
+    }
+
+    fn read(&mut self, read: &mut dyn FnMut(&mut (dyn Tables + '_))) {
+        Scratch::read(self, read)
     }
 }
 

@@ -7,12 +7,13 @@ use std::sync::{Mutex, OnceLock};
 use rusqlite::{Connection, TransactionBehavior};
 
 use {{crate_name}}::database::{Database, Settings, SqliteTables};
+use {{crate_name}}::handler::HandlerError;
 use {{crate_name}}::handlers::Tables;
 use {{crate_name}}::inbox::{DeadLetter, Policy, StorageError};
 use {{crate_name}}::store::Store;
 
 use super::{SqliteRaw, tripwires};
-use crate::support::harness::InboxWithLetters;
+use crate::support::harness::{self, InboxWithLetters, ThisProject};
 use crate::support::raw::Raw;
 
 /// A fresh database with every table, for one scenario.
@@ -286,6 +287,20 @@ impl Scratch<'_, '_> {
     /// Reads (or writes) the tables as they stand.
     pub fn read<T>(&mut self, read: impl FnOnce(&mut dyn Tables) -> T) -> T {
         read(&mut SqliteTables::new(self.tx))
+    }
+}
+
+/// The once-only route of the test kit's judge runs on it.
+impl harness::Scratch<ThisProject> for Scratch<'_, '_> {
+    fn attempt(
+        &mut self,
+        step: &mut dyn FnMut(&mut (dyn Tables + '_)) -> Result<(), HandlerError>,
+    ) -> Result<(), HandlerError> {
+        Scratch::attempt(self, step)
+    }
+
+    fn read(&mut self, read: &mut dyn FnMut(&mut (dyn Tables + '_))) {
+        Scratch::read(self, read)
     }
 }
 

@@ -20,10 +20,8 @@ use {{crate_name}}::message::{Message, MessageId};
 use {{crate_name}}::pipeline::Summary;
 
 use super::deliver_all;
-use crate::support::harness::hangs;
-use crate::support::harness::judge::observe;
 use crate::support::harness::{
-    Expected, ExpectedOf, InboxUnderTest, Play, Subject, Violation, facts, fixture_for,
+    Expected, InboxUnderTest, LocalSubject, Play, Violation, facts, fixture_for, hangs, observe,
 };
 use crate::support::raw::apply_alone;
 
@@ -36,7 +34,7 @@ pub const AFTER_RESENDS: &str = "after a resend of each message past the inbox";
 /// The prefix of the ids repeats are sent under.
 const REPEAT: &str = "repeat-of-";
 
-pub fn play_business_key<S: Subject>(
+pub fn play_business_key<S: LocalSubject>(
     subject: &S,
     inbox: &dyn InboxUnderTest,
     count: usize,
@@ -75,7 +73,7 @@ pub fn play_business_key<S: Subject>(
 
 /// Each fact of `messages` again under a new id, where the subject has a
 /// business key of its own.
-fn repeats<S: Subject>(subject: &S, messages: &[Message]) -> Vec<Message> {
+fn repeats<S: LocalSubject>(subject: &S, messages: &[Message]) -> Vec<Message> {
     messages
         .iter()
         .filter_map(|message| {
@@ -85,7 +83,7 @@ fn repeats<S: Subject>(subject: &S, messages: &[Message]) -> Vec<Message> {
         .collect()
 }
 
-pub fn business_key<S: Subject>(
+pub fn business_key<S: LocalSubject>(
     subject: &S,
     inbox: &dyn InboxUnderTest,
     count: usize,

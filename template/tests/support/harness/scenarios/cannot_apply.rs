@@ -6,10 +6,9 @@
 //! reports the whole run applied shows up here: the failing message
 //! counted as applied, with an inbox row and no effect.
 
-use crate::support::harness::hangs;
-use crate::support::harness::judge::observe;
 use crate::support::harness::{
-    Expected, ExpectedOf, InboxUnderTest, Play, Subject, Violation, deliver_all, facts, fixture_for,
+    Expected, InboxUnderTest, LocalSubject, Play, Violation, deliver_all, facts, fixture_for,
+    hangs, observe,
 };
 use {{crate_name}}::message::MessageId;
 use {{crate_name}}::pipeline::Summary;
@@ -19,7 +18,7 @@ const FACTS: usize = 10;
 const CANNOT_APPLY_AT: usize = 3;
 
 /// Judged; `Ok(None)` for a subject with no fact it cannot apply.
-pub fn cannot_apply<S: Subject>(
+pub fn cannot_apply<S: LocalSubject>(
     subject: &S,
     inbox: &dyn InboxUnderTest,
 ) -> Result<Option<Play<S::State>>, Violation> {

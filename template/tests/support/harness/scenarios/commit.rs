@@ -4,9 +4,8 @@
 //! applies every message once.
 
 use super::{Fault, play_through_fault};
-use crate::support::harness::hangs;
 use crate::support::harness::{
-    Expected, ExpectedOf, InboxUnderTest, Judge, Play, Subject, Violation, facts, fixture_for,
+    Expected, InboxUnderTest, LocalSubject, Play, Violation, facts, fixture_for, hangs,
 };
 
 /// The step observed after the deliveries whose commit failed.
@@ -14,7 +13,7 @@ pub const COMMIT_FAILED: &str = "after the failed commit";
 
 /// The first round's commit fails (the fixture's tripwire), the second's
 /// succeeds. The play's end counts the second round only.
-pub fn play_failed_commit<S: Subject>(
+pub fn play_failed_commit<S: LocalSubject>(
     subject: &S,
     inbox: &dyn InboxUnderTest,
     count: usize,
@@ -40,7 +39,7 @@ pub fn play_failed_commit<S: Subject>(
     })
 }
 
-pub fn failed_commit<S: Subject>(
+pub fn failed_commit<S: LocalSubject>(
     subject: &S,
     inbox: &dyn InboxUnderTest,
     count: usize,

@@ -5,17 +5,15 @@
 //! id alone, in a batch as much as across batches.
 
 use super::deliver_mixed;
-use crate::support::harness::hangs;
-use crate::support::harness::judge::observe;
 use crate::support::harness::{
-    InboxUnderTest, Judge, Play, Subject, Violation, facts, fixture_for,
+    InboxUnderTest, LocalSubject, Play, Subject, Violation, facts, fixture_for, hangs, observe,
 };
 
 /// A play for each of the two consumers.
 pub type BothPlays<A, B> = (Play<<A as Subject>::State>, Play<<B as Subject>::State>);
 
 /// One play per consumer. Both see `first`'s messages.
-pub fn play_both_consumers<A: Subject, B: Subject>(
+pub fn play_both_consumers<A: LocalSubject, B: LocalSubject>(
     first: &A,
     second: &B,
     inbox: &dyn InboxUnderTest,
@@ -61,7 +59,7 @@ pub fn play_both_consumers<A: Subject, B: Subject>(
 }
 
 /// Judged: each consumer's play must pass on its own.
-pub fn both_consumers<A: Subject, B: Subject>(
+pub fn both_consumers<A: LocalSubject, B: LocalSubject>(
     first: &A,
     second: &B,
     inbox: &dyn InboxUnderTest,

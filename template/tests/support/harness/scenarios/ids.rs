@@ -7,9 +7,9 @@
 use {{crate_name}}::message::{MAX_MESSAGE_ID_BYTES, Message, MessageId};
 
 use super::deliver_all;
-use crate::support::harness::hangs;
-use crate::support::harness::judge::observe;
-use crate::support::harness::{InboxUnderTest, Judge, Play, Subject, Violation, fixture_for};
+use crate::support::harness::{
+    InboxUnderTest, LocalSubject, Play, Violation, fixture_for, hangs, observe,
+};
 
 /// Ids that are all different, byte for byte, though a careless inbox would
 /// think some of them equal.
@@ -31,7 +31,7 @@ pub fn tricky_ids() -> Vec<String> {
 
 /// A new fact of the subject under each of the [`tricky_ids`], delivered
 /// twice.
-pub fn play_exact_ids<S: Subject>(subject: &S, inbox: &dyn InboxUnderTest) -> Play<S::State> {
+pub fn play_exact_ids<S: LocalSubject>(subject: &S, inbox: &dyn InboxUnderTest) -> Play<S::State> {
     let _scenario = hangs::scenario(format!(
         "exact ids via {}, for `{}`",
         inbox.name(),
@@ -58,7 +58,7 @@ pub fn play_exact_ids<S: Subject>(subject: &S, inbox: &dyn InboxUnderTest) -> Pl
     }
 }
 
-pub fn exact_ids<S: Subject>(
+pub fn exact_ids<S: LocalSubject>(
     subject: &S,
     inbox: &dyn InboxUnderTest,
 ) -> Result<Play<S::State>, Violation> {

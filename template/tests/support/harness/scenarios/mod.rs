@@ -43,10 +43,10 @@ use {{crate_name}}::inbox::{Delivery, Inbox};
 use {{crate_name}}::message::Message;
 use {{crate_name}}::pipeline::Summary;
 
-use super::judge::observe;
+use super::observe;
 use super::{
-    InboxUnderTest, Play, RealDeadLetters, RealInbox, Subject, Violation, hangs, stress_messages,
-    stress_workers,
+    InboxUnderTest, LocalSubject, Play, RealDeadLetters, RealInbox, Violation, hangs,
+    stress_messages, stress_workers,
 };
 use crate::support::database::Fixture;
 
@@ -98,7 +98,7 @@ fn delivering<'a>(
 
 /// The first `count` of the subject's facts that it applies (none it
 /// refuses), for scenarios about what happens to messages that are fine.
-fn applied_facts<S: Subject>(subject: &S, count: usize) -> Vec<Message> {
+fn applied_facts<S: LocalSubject>(subject: &S, count: usize) -> Vec<Message> {
     let candidates = super::facts(subject, "m-", 4 * count);
     let refused = subject.model(&candidates).refused;
     candidates
@@ -123,7 +123,7 @@ pub struct Fault<'a> {
 /// then `lift` ends the fault, the state is observed as the fault's step,
 /// and every message is delivered once more. The play's end counts only
 /// that last round.
-pub fn play_through_fault<S: Subject>(
+pub fn play_through_fault<S: LocalSubject>(
     subject: &S,
     fixture: &Fixture,
     worker: &mut dyn Inbox<Handlers>,
@@ -199,7 +199,7 @@ pub enum Scenario {
 impl Scenario {
     /// Plays this scenario, judged, with `first` as the subject (and
     /// `second` as the other consumer of the same messages).
-    pub fn check<A: Subject, B: Subject>(
+    pub fn check<A: LocalSubject, B: LocalSubject>(
         self,
         first: &A,
         second: &B,
@@ -228,7 +228,7 @@ impl Scenario {
 /// on the server, so playing them one after another left both cores idle
 /// most of the time (the required tests' longest test, and so the Stop
 /// hook's wait).
-pub fn required_scenarios<S: Subject>(subject: &S) -> Vec<Violation> {
+pub fn required_scenarios<S: LocalSubject>(subject: &S) -> Vec<Violation> {
     let through_inboxes = each_at_once(&RealInbox::ALL, |inbox| inbox_scenarios(subject, inbox));
     let through_dead_letters = each_at_once(&RealDeadLetters::ALL, |inbox| {
         dead_letter_scenarios(subject, inbox)
@@ -241,7 +241,7 @@ pub fn required_scenarios<S: Subject>(subject: &S) -> Vec<Violation> {
 }
 
 /// The required scenarios through `inbox`, one after another.
-fn inbox_scenarios<S: Subject>(subject: &S, inbox: &RealInbox) -> Vec<Violation> {
+fn inbox_scenarios<S: LocalSubject>(subject: &S, inbox: &RealInbox) -> Vec<Violation> {
     let mut violations = Vec::new();
     for scenario in [
         Scenario::RunTwice,
@@ -263,7 +263,7 @@ fn inbox_scenarios<S: Subject>(subject: &S, inbox: &RealInbox) -> Vec<Violation>
 }
 
 /// The required scenarios of dead letters through `inbox`.
-fn dead_letter_scenarios<S: Subject>(subject: &S, inbox: &RealDeadLetters) -> Vec<Violation> {
+fn dead_letter_scenarios<S: LocalSubject>(subject: &S, inbox: &RealDeadLetters) -> Vec<Violation> {
     let mut violations = Vec::new();
     violations.extend(dead_letters(subject, inbox).err());
     violations.extend(crash_loop(subject, inbox).err());

@@ -10,11 +10,9 @@ use {{crate_name}}::message::Message;
 use {{crate_name}}::pipeline::Summary;
 
 use super::deliver_all;
-use crate::support::harness::hangs;
-use crate::support::harness::judge::observe;
 use crate::support::harness::{
-    Expected, ExpectedOf, InboxUnderTest, Judge, Play, Subject, Violation, env_number, facts,
-    fixture_for,
+    Expected, InboxUnderTest, LocalSubject, Play, Violation, env_number, facts, fixture_for, hangs,
+    observe,
 };
 
 /// Rounds the judged parallel scenario plays at least, unless
@@ -44,7 +42,7 @@ pub const MAX_ROUNDS: usize = 100;
 /// One round on a fresh database: `workers` threads, each on its own
 /// connection, deliver the same messages in the same order, meeting at a
 /// barrier before each slice.
-pub fn play_parallel<S: Subject>(
+pub fn play_parallel<S: LocalSubject>(
     subject: &S,
     inbox: &dyn InboxUnderTest,
     workers: usize,
@@ -58,7 +56,7 @@ pub fn play_parallel<S: Subject>(
 /// start, then each delivers all `count` messages without waiting for the
 /// others. For comparing with that reference; the required test meets
 /// before every slice, which races more and costs more.
-pub fn play_parallel_meeting_once<S: Subject>(
+pub fn play_parallel_meeting_once<S: LocalSubject>(
     subject: &S,
     inbox: &dyn InboxUnderTest,
     workers: usize,
@@ -70,7 +68,7 @@ pub fn play_parallel_meeting_once<S: Subject>(
 /// At least `rounds` rounds on one database, each on its own message ids,
 /// and more until `raced_slices` slices raced (or [`MAX_ROUNDS`]); the
 /// workers meet before every `slice` messages.
-fn play_rounds<S: Subject>(
+fn play_rounds<S: LocalSubject>(
     subject: &S,
     inbox: &dyn InboxUnderTest,
     workers: usize,
@@ -159,7 +157,11 @@ fn numbered(rounds: usize, raced_slices: usize, round: usize) -> Option<usize> {
 
 /// New facts for one round, under ids prefixed with the round's number so
 /// that rounds never overlap (a lone round's are the plain `m-...`).
-fn round_messages<S: Subject>(subject: &S, count: usize, round: Option<usize>) -> Vec<Message> {
+fn round_messages<S: LocalSubject>(
+    subject: &S,
+    count: usize,
+    round: Option<usize>,
+) -> Vec<Message> {
     let prefix = round.map_or_else(|| "m-".to_owned(), |round| format!("r{round}-m-"));
     facts(subject, &prefix, count)
 }
@@ -175,7 +177,7 @@ fn round_messages<S: Subject>(subject: &S, count: usize, round: Option<usize>) -
 /// most of a round waiting for each other and for the server, and the
 /// stress loop repeats this scenario thousands of times. A play that needed
 /// more rounds is judged afresh, on every message it played.
-pub fn parallel<S: Subject>(
+pub fn parallel<S: LocalSubject>(
     subject: &S,
     inbox: &dyn InboxUnderTest,
     workers: usize,
@@ -188,7 +190,7 @@ pub fn parallel<S: Subject>(
 
 /// [`parallel`] with its rounds given: at least `rounds`, and more until
 /// `raced` slices raced. `(1, 0)` is one iteration of the stress loop.
-pub fn parallel_judged<S: Subject>(
+pub fn parallel_judged<S: LocalSubject>(
     subject: &S,
     inbox: &dyn InboxUnderTest,
     workers: usize,

@@ -29,10 +29,9 @@ use {{crate_name}}::pipeline::{self, ByPartitionKey, Options, Route, Summary};
 use {{crate_name}}::source::{Acknowledge, Incoming, Source, Stop, Verdict};
 
 use crate::support::database::Fixture;
-use crate::support::harness::hangs;
-use crate::support::harness::judge::observe;
 use crate::support::harness::{
-    Expected, ExpectedOf, FailFirstAttempt, Play, RealInbox, Subject, Violation, facts, fixture_for,
+    Expected, FailFirstAttempt, LocalSubject, Play, RealInbox, Violation, facts, fixture_for,
+    hangs, observe,
 };
 use crate::support::raw::Raw;
 
@@ -232,7 +231,7 @@ fn run_pipeline(
     }
 }
 
-pub fn through_the_pipeline<S: Subject>(
+pub fn through_the_pipeline<S: LocalSubject>(
     subject: &S,
     source: &dyn SourceUnderTest,
     route: Arc<dyn Route<Event>>,

@@ -16,11 +16,9 @@ use {{crate_name}}::message::Message;
 use {{crate_name}}::pipeline::Summary;
 
 use super::{applied_facts, deliver_all};
-use crate::support::harness::hangs;
-use crate::support::harness::judge::observe;
 use crate::support::harness::{
-    DeadLettersUnderTest, Expected, ExpectedOf, FailFor, Play, RealInbox, Subject, Violation,
-    facts, fixture_for,
+    DeadLettersUnderTest, Expected, FailFor, LocalSubject, Play, RealInbox, Violation, facts,
+    fixture_for, hangs, observe,
 };
 
 /// Failures after which the scenario's poison message is dead-lettered.
@@ -33,7 +31,7 @@ pub const REDELIVERED: &str = "after a redelivery of everything";
 /// The step observed after a redrive that failed again.
 pub const FAILED_REDRIVE: &str = "after a redrive that failed again";
 
-pub fn play_dead_letters<S: Subject>(
+pub fn play_dead_letters<S: LocalSubject>(
     subject: &S,
     letters: &dyn DeadLettersUnderTest,
 ) -> (Play<S::State>, [Outcome; 2], Vec<u32>) {
@@ -101,7 +99,7 @@ fn redrive(
 }
 
 /// Judged: see the module's comment, step by step.
-pub fn dead_letters<S: Subject>(
+pub fn dead_letters<S: LocalSubject>(
     subject: &S,
     letters: &dyn DeadLettersUnderTest,
 ) -> Result<Play<S::State>, Violation> {
@@ -222,7 +220,7 @@ pub const CRASH_LOOPED: &str = "after deliveries that no attempt ever finished";
 /// `max_attempts` times still runs its handler and applies; one delivered
 /// once more is parked as a dead letter, with its inbox row, without
 /// running its handler again. Both are duplicates afterwards.
-pub fn crash_loop<S: Subject>(
+pub fn crash_loop<S: LocalSubject>(
     subject: &S,
     letters: &dyn DeadLettersUnderTest,
 ) -> Result<Play<S::State>, Violation> {
@@ -326,7 +324,7 @@ pub fn crash_loop<S: Subject>(
 /// (its next delivery is a duplicate). The messages before it in the
 /// subject's facts apply meanwhile. A subject that refuses none of its
 /// facts has nothing to show here: `Ok(None)`.
-pub fn refused_after_a_failure<S: Subject>(
+pub fn refused_after_a_failure<S: LocalSubject>(
     subject: &S,
     letters: &dyn DeadLettersUnderTest,
 ) -> Result<Option<Play<S::State>>, Violation> {

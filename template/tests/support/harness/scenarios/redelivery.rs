@@ -8,16 +8,14 @@ use std::collections::HashSet;
 use {{crate_name}}::message::Message;
 
 use super::deliver_all;
-use crate::support::harness::hangs;
-use crate::support::harness::judge::observe;
 use crate::support::harness::{
-    Expected, ExpectedOf, FailFirstAttempt, InboxUnderTest, Judge, Play, Subject, Violation, facts,
-    fixture_for,
+    Expected, FailFirstAttempt, InboxUnderTest, LocalSubject, Play, Violation, facts, fixture_for,
+    hangs, observe,
 };
 
 /// The ids of the messages `failing` picks (by index) that the model says
 /// the handler applies.
-fn made_to_fail<S: Subject>(
+fn made_to_fail<S: LocalSubject>(
     subject: &S,
     messages: &[Message],
     failing: impl Fn(usize) -> bool,
@@ -38,7 +36,7 @@ pub const AFTER_FAILURE: &str = "after the failures";
 /// the others apply. Then every message is delivered again. The play's
 /// step [`AFTER_FAILURE`] is what the first round left; its end is after
 /// the redelivery, counted as if the failed attempts had never been made.
-pub fn play_redeliver_after_failure<S: Subject>(
+pub fn play_redeliver_after_failure<S: LocalSubject>(
     subject: &S,
     inbox: &dyn InboxUnderTest,
     count: usize,
@@ -74,7 +72,7 @@ pub fn play_redeliver_after_failure<S: Subject>(
 /// Judged: after the failures, nothing of the failed attempts may remain
 /// (not even their inbox rows) while the other messages applied; after the
 /// redelivery, every message applied once.
-pub fn redeliver_after_failure<S: Subject>(
+pub fn redeliver_after_failure<S: LocalSubject>(
     subject: &S,
     inbox: &dyn InboxUnderTest,
     count: usize,

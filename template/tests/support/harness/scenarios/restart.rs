@@ -15,16 +15,14 @@ use super::process::{
     summary_to_json, to_lines,
 };
 use crate::support::database::Fixture;
-use crate::support::harness::hangs;
-use crate::support::harness::judge::observe;
 use crate::support::harness::{
-    InboxUnderTest, Judge, Play, Subject, Violation, facts, fixture_for,
+    InboxUnderTest, LocalSubject, Play, Violation, facts, fixture_for, hangs, observe,
 };
 
 /// The step observed after the first process's round.
 pub const FIRST_PROCESS: &str = "after the first process";
 
-pub fn play_restart<S: Subject>(
+pub fn play_restart<S: LocalSubject>(
     subject: &S,
     inbox: &dyn InboxUnderTest,
     count: usize,
@@ -54,7 +52,7 @@ pub fn play_restart<S: Subject>(
     }
 }
 
-pub fn restart<S: Subject>(
+pub fn restart<S: LocalSubject>(
     subject: &S,
     inbox: &dyn InboxUnderTest,
     count: usize,

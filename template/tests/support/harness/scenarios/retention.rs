@@ -16,14 +16,12 @@ use {{crate_name}}::message::Message;
 use {{crate_name}}::store::{Purged, Store};
 
 use crate::support::database::Fixture;
-use crate::support::harness::hangs;
+use crate::support::harness::{
+    Expected, InboxUnderTest, LocalSubject, Play, RealInbox, Violation, facts, fixture_for, hangs,
+    now_millis, observe,
+};
 
 use super::deliver_all;
-use crate::support::harness::judge::observe;
-use crate::support::harness::{
-    Expected, ExpectedOf, InboxUnderTest, Play, RealInbox, Subject, Violation, facts, fixture_for,
-    now_millis,
-};
 
 /// A purge implementation under test.
 pub trait Purger {
@@ -98,7 +96,7 @@ pub struct PurgeReport {
 /// queued but not sent yet on both sides, purges, then redelivers the ones
 /// inside: they must all be duplicates. The play covers the messages
 /// inside the window; its step [`AFTER_PURGE`] counts the rows left.
-pub fn play_purge_edge<S: Subject>(
+pub fn play_purge_edge<S: LocalSubject>(
     subject: &S,
     purger: &dyn Purger,
     count: usize,
@@ -181,7 +179,7 @@ pub fn play_purge_edge<S: Subject>(
 /// Judged: exactly the rows inside the window survive the purge, it
 /// reports exactly what it deleted, and the redeliveries inside the window
 /// are duplicates that change nothing.
-pub fn purge_edge<S: Subject>(
+pub fn purge_edge<S: LocalSubject>(
     subject: &S,
     purger: &dyn Purger,
     count: usize,

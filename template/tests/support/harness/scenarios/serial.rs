@@ -45,9 +45,10 @@ use super::process::{
     Assignment, from_lines, second_process, summary_from_json, summary_to_json, to_lines,
 };
 use crate::support::database::{CONCURRENT_WRITERS, Fixture};
-use crate::support::harness::hangs;
-use crate::support::harness::judge::{observe, state_against};
-use crate::support::harness::{InboxUnderTest, Play, Subject, Violation, env_number, fixture_for};
+use crate::support::harness::{
+    InboxUnderTest, LocalSubject, Play, Violation, env_number, fixture_for, hangs, observe,
+    state_against,
+};
 
 /// Rounds the scenario plays unless `SERIAL_ROUNDS` says otherwise (at
 /// most as many as the subject has entities for).
@@ -172,7 +173,7 @@ fn orders<T: Clone>(items: &[T]) -> Vec<Vec<T>> {
     all
 }
 
-pub fn rules_across_messages<S: Subject>(
+pub fn rules_across_messages<S: LocalSubject>(
     subject: &S,
     inbox: &dyn InboxUnderTest,
 ) -> Result<Play<S::State>, Violation> {

@@ -15,10 +15,8 @@ use {{crate_name}}::message::Message;
 use {{crate_name}}::pipeline::Summary;
 
 use super::deliver_all;
-use crate::support::harness::hangs;
-use crate::support::harness::judge::observe;
 use crate::support::harness::{
-    Expected, ExpectedOf, InboxUnderTest, Play, Subject, Violation, facts, fixture_for,
+    Expected, InboxUnderTest, Play, Subject, Violation, facts, fixture_for, hangs, observe,
 };
 use crate::support::subjects::DebitSubject;
 

@@ -17,11 +17,9 @@ use {{crate_name}}::pipeline::Summary;
 
 use super::{Fault, applied_facts, deliver_all, play_through_fault};
 use crate::support::database::Fixture;
-use crate::support::harness::hangs;
-use crate::support::harness::judge::observe;
 use crate::support::harness::{
-    Expected, ExpectedOf, InboxUnderTest, Judge, Observed, Play, RealInbox, Subject, Violation,
-    fixture_for,
+    Expected, InboxUnderTest, LocalSubject, Observed, Play, RealInbox, Violation, fixture_for,
+    hangs, observe,
 };
 
 /// The step observed after the faulty deliveries.
@@ -78,7 +76,7 @@ impl<'t> Handler<Event, dyn Tables + 't> for FaultyWrites {
     }
 }
 
-pub fn play_storage_fault_in_handler<S: Subject>(
+pub fn play_storage_fault_in_handler<S: LocalSubject>(
     subject: &S,
     inbox: &dyn InboxUnderTest,
     count: usize,
@@ -106,7 +104,7 @@ pub fn play_storage_fault_in_handler<S: Subject>(
 
 /// Judged: after the faults nothing applied, nothing settled, no failure
 /// counted and no dead letter; after the redelivery, each message once.
-pub fn storage_fault_in_handler<S: Subject>(
+pub fn storage_fault_in_handler<S: LocalSubject>(
     subject: &S,
     inbox: &dyn InboxUnderTest,
     count: usize,
@@ -118,7 +116,7 @@ pub fn storage_fault_in_handler<S: Subject>(
 /// Judges a fault's play: at [`AFTER_FAULTS`] nothing held against the
 /// messages (a violation says it was `during` the fault), at the end each
 /// message once.
-fn judge_through_fault<S: Subject>(
+fn judge_through_fault<S: LocalSubject>(
     play: Play<S::State>,
     subject: &S,
     during: &str,
@@ -132,7 +130,7 @@ fn judge_through_fault<S: Subject>(
 
 /// What is wrong with `faulted`, the state after batches the database
 /// failed: anything applied or settled, a failure counted, a dead letter.
-fn nothing_held_against<S: Subject>(
+fn nothing_held_against<S: LocalSubject>(
     faulted: &Observed<S::State>,
     subject: &S,
 ) -> Result<Vec<String>, Violation> {
@@ -189,7 +187,7 @@ const LOCK_WAIT: Duration = Duration::from_millis(200);
 /// lock, delivers every message [`FAULTS`] times, more than the attempts
 /// it allows (a timeout is not a failure, so none may count). Then the
 /// other transaction rolls back, and everything is delivered again.
-pub fn play_claim_held_elsewhere<S: Subject>(
+pub fn play_claim_held_elsewhere<S: LocalSubject>(
     subject: &S,
     inbox: &dyn ImpatientUnderTest,
     count: usize,
@@ -222,7 +220,7 @@ pub fn play_claim_held_elsewhere<S: Subject>(
 /// Judged: while the claim was held, nothing applied and nothing was
 /// called a duplicate (the other transaction had committed nothing), no
 /// failure was counted; after it rolled back, each message applies once.
-pub fn claim_held_elsewhere<S: Subject>(
+pub fn claim_held_elsewhere<S: LocalSubject>(
     subject: &S,
     inbox: &dyn ImpatientUnderTest,
     count: usize,
@@ -236,7 +234,7 @@ pub fn claim_held_elsewhere<S: Subject>(
 /// or a full table raises it); every message is delivered [`FAULTS`]
 /// times, more than the attempts allowed. Then the database accepts it
 /// again, and everything is delivered once more.
-pub fn play_claim_refused<S: Subject>(
+pub fn play_claim_refused<S: LocalSubject>(
     subject: &S,
     inbox: &dyn InboxUnderTest,
     count: usize,
@@ -266,7 +264,7 @@ pub fn play_claim_refused<S: Subject>(
 /// Judged: while the claim was refused, nothing applied, nothing was called
 /// a duplicate (only a duplicate key means that), no failure was counted;
 /// once accepted, each message applies once.
-pub fn claim_refused<S: Subject>(
+pub fn claim_refused<S: LocalSubject>(
     subject: &S,
     inbox: &dyn InboxUnderTest,
     count: usize,
@@ -283,7 +281,7 @@ pub const AFTER_CONFLICTS: &str = "after a batch that lost every race it was ret
 /// retries applies on its last try; one that loses once more fails as a
 /// whole without counting anything against its messages, and its
 /// redelivery applies it. `Ok(None)` on a database without such races.
-pub fn conflicts_retried<S: Subject>(
+pub fn conflicts_retried<S: LocalSubject>(
     subject: &S,
     inbox: &dyn InboxUnderTest,
 ) -> Result<Option<Play<S::State>>, Violation> {

@@ -2,13 +2,11 @@
 //! again.
 
 use super::deliver_all;
-use crate::support::harness::hangs;
-use crate::support::harness::judge::observe;
 use crate::support::harness::{
-    InboxUnderTest, Judge, Play, Subject, Violation, facts, fixture_for,
+    InboxUnderTest, LocalSubject, Play, Violation, facts, fixture_for, hangs, observe,
 };
 
-pub fn play_run_twice<S: Subject>(
+pub fn play_run_twice<S: LocalSubject>(
     subject: &S,
     inbox: &dyn InboxUnderTest,
     count: usize,
@@ -34,7 +32,7 @@ pub fn play_run_twice<S: Subject>(
     }
 }
 
-pub fn run_twice<S: Subject>(
+pub fn run_twice<S: LocalSubject>(
     subject: &S,
     inbox: &dyn InboxUnderTest,
     count: usize,

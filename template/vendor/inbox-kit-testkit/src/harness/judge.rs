@@ -1,19 +1,23 @@
 //! The judge: what "effectively once" means, checked after a scenario.
 //!
 //! A scenario reports what it delivered and what it left behind (a
-//! [`Play`]); the judge holds it against two independent expectations
-//! ([`Expected`]): the subject's hand-written [`Model`], and each distinct
-//! message applied once to a fresh database. Both are computed by the
-//! project's harness, which knows its database; what counts as a broken
-//! promise is decided here, in the kit, where a project's edits do not
-//! reach it.
+//! [`Play`], read from the fixture by [`observe`]); the judge holds it
+//! against two independent expectations ([`Expected::of`]): the subject's
+//! hand-written [`Model`], and each distinct message applied once,
+//! straight through the handler, to a fresh database (the project's
+//! [`Fixture::scratch`]). What counts as a broken promise is decided here,
+//! in the kit, where a project's edits do not reach it.
 
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::fmt::Debug;
 
+use inbox_kit_runtime::handler::{Refused, Subscriber};
 use inbox_kit_runtime::inbox::DeadLetter;
 use inbox_kit_runtime::message::Message;
 use inbox_kit_runtime::pipeline::Summary;
+
+use super::project::{Fixture, Project};
+use super::subject::{EventOf, Subject, state_of};
 
 /// What a subject's model says some messages must give.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -92,6 +96,18 @@ impl<E, State> Play<E, State> {
 }
 
 impl<E: Clone, State: PartialEq + Debug> Play<E, State> {
+    /// Judges the run: state and refusals equal to the model and to
+    /// once-only, one inbox row per distinct message, no failures, each
+    /// message applied or refused once and every other delivery a
+    /// duplicate.
+    pub fn judge<S: Subject<State = State>>(self, subject: &S) -> Result<Self, Violation>
+    where
+        S::Project: Project<Event = E>,
+    {
+        let expected = Expected::of(subject, &self.messages)?;
+        self.judge_against(&expected)
+    }
+
     /// Judges the run against `expected` (computed once for the messages,
     /// possibly for several plays of them): state and refusals equal to
     /// both routes, one inbox row per distinct message, no failures, each
@@ -159,6 +175,19 @@ pub struct Expected<State> {
 }
 
 impl<State: PartialEq + Debug> Expected<State> {
+    /// Both expectations for `applied` (repeats of an id are ignored), in
+    /// this order.
+    pub fn of<S: Subject<State = State>>(
+        subject: &S,
+        applied: &[Message<EventOf<S>>],
+    ) -> Result<Self, Violation> {
+        let distinct = distinct(applied);
+        Ok(Self {
+            model: subject.model(&distinct),
+            once_only: once_only(subject, &distinct)?,
+        })
+    }
+
     /// The ids the model refuses.
     pub fn refused(&self) -> BTreeSet<String> {
         self.model.refused.keys().cloned().collect()
@@ -214,6 +243,64 @@ pub fn state_against<T: Debug>(state: &T, route: &str, expected: &T) -> String {
         "state differs from what {route} gives:\n{}{more}",
         lines[..shown].join("\n")
     )
+}
+
+/// Applies `messages` once each, in order, straight through the handler to
+/// an empty database, each under a savepoint: a message the handler
+/// refuses may have written before refusing, and that is rolled back.
+fn once_only<S: Subject>(
+    subject: &S,
+    messages: &[Message<EventOf<S>>],
+) -> Result<Model<S::State>, Violation> {
+    let handler = subject.handler();
+    <<S::Project as Project>::Fixture as Fixture<S::Project>>::scratch(|scratch| {
+        let mut seeded = Ok(());
+        scratch.read(&mut |tables| seeded = subject.seed(tables));
+        seeded.expect("seed");
+        let mut refused = BTreeMap::new();
+        for message in messages {
+            let applied = scratch
+                .attempt(&mut |tables| <S::Project as Project>::apply(&handler, tables, message));
+            let Err(error) = applied else {
+                continue;
+            };
+            match error.downcast::<Refused>() {
+                Ok(refusal) => {
+                    refused.insert(message.id.to_string(), refusal.0);
+                }
+                Err(error) => {
+                    return Err(Violation(format!(
+                        "`{}` fails even when each message is applied once to a fresh database: {error}",
+                        handler.consumer()
+                    )));
+                }
+            }
+        }
+        let mut state = None;
+        scratch.read(&mut |tables| state = Some(subject.state(tables)));
+        let state = state.expect("read the state").expect("read the state");
+        Ok(Model { state, refused })
+    })
+}
+
+/// Reads what `fixture` holds for `subject` after `outcomes`.
+pub fn observe<S: Subject>(
+    fixture: &<S::Project as Project>::Fixture,
+    subject: &S,
+    outcomes: Summary,
+) -> Observed<S::State> {
+    let consumer = subject.handler().consumer();
+    Observed {
+        outcomes,
+        inbox_rows: fixture.inbox_rows(consumer),
+        state: state_of(fixture, subject),
+        dead_letters: fixture
+            .dead_letters()
+            .into_iter()
+            .filter(|letter| letter.consumer == consumer)
+            .collect(),
+        attempts: fixture.failures_counted(consumer),
+    }
 }
 
 /// The messages with repeated ids left out, in first-seen order.

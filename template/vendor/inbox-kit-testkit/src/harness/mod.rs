@@ -1,5 +1,7 @@
-//! The parts of a consumer's conformance harness that do not depend on
-//! its database: what "effectively once" means ([`judge`]), the knobs and
+//! The parts of a consumer's conformance harness written once for every
+//! project: what a project shows the harness of itself ([`project`]), the
+//! contract of a handler under test ([`subject`]), what "effectively
+//! once" means ([`judge`]), the knobs and
 //! the seeded generator every scenario uses ([`mod@env`]), and handlers
 //! wrapped to fail on purpose ([`faults`]), and the watchdog that turns a
 //! hang into a failure ([`hangs`]).
@@ -12,3 +14,11 @@ pub mod env;
 pub mod faults;
 pub mod hangs;
 pub mod judge;
+pub mod project;
+pub mod subject;
+
+pub use judge::{Expected, Model, Observed, Play, Violation, distinct, observe, state_against};
+pub use project::{Fixture, Project, Scratch};
+pub use subject::{
+    EventOf, Seed, Subject, TablesOf, applied_once_problems, assert_applied_once, facts, state_of,
+};

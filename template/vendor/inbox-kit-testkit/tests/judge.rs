@@ -1,0 +1,262 @@
+//! The judge on a project of its own: a ledger in memory, whose handler
+//! adds each message's amount and refuses a negative one after writing
+//! it. Checks the once-only route (each message applied once on a fresh
+//! database, a refusal's writes rolled back), the judge's verdict on a
+//! play, and what `observe` reads back from a fixture.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+
+use inbox_kit_runtime::handler::{Handler, HandlerError, Refused, Subscriber};
+use inbox_kit_runtime::inbox::DeadLetter;
+use inbox_kit_runtime::message::{Message, MessageId};
+use inbox_kit_runtime::pipeline::Summary;
+use inbox_kit_runtime::storage::StorageError;
+use inbox_kit_testkit::harness::{
+    Expected, Fixture, Model, Play, Project, Scratch, Subject, observe, state_of,
+};
+
+/// The tables of the ledger project: amounts, in order.
+trait Ledger {
+    fn add(&mut self, amount: i64);
+    fn amounts(&self) -> Vec<i64>;
+}
+
+impl Ledger for Vec<i64> {
+    fn add(&mut self, amount: i64) {
+        self.push(amount);
+    }
+    fn amounts(&self) -> Vec<i64> {
+        self.clone()
+    }
+}
+
+type AnyHandler = dyn for<'t> Handler<i64, dyn Ledger + 't>;
+
+/// Adds each amount; refuses a negative one, after writing it; fails for
+/// good on 13 when `unlucky`.
+struct Adder {
+    unlucky: bool,
+}
+
+impl Subscriber<i64> for Adder {
+    fn consumer(&self) -> &'static str {
+        "adder"
+    }
+    fn subscribes_to(&self, _event: &i64) -> bool {
+        true
+    }
+}
+
+impl<T: Ledger + ?Sized> Handler<i64, T> for Adder {
+    fn apply(&self, tables: &mut T, message: &Message<i64>) -> Result<(), HandlerError> {
+        tables.add(message.event);
+        if message.event < 0 {
+            return Err(Refused::because("a negative amount").into());
+        }
+        if self.unlucky && message.event == 13 {
+            return Err("13 never works".into());
+        }
+        Ok(())
+    }
+}
+
+struct Ledgers;
+
+/// A ledger "database": the committed amounts, dead letters and failures.
+#[derive(Default)]
+struct Memory {
+    amounts: Mutex<Vec<i64>>,
+    inbox: Vec<(String, String)>,
+    letters: Vec<DeadLetter>,
+    failures: BTreeMap<String, u64>,
+}
+
+impl Project for Ledgers {
+    type Event = i64;
+    type Handler = AnyHandler;
+    type Tables<'t> = dyn Ledger + 't;
+    type Fixture = Memory;
+
+    fn apply(
+        handler: &AnyHandler,
+        tables: &mut (dyn Ledger + '_),
+        message: &Message<i64>,
+    ) -> Result<(), HandlerError> {
+        handler.apply(tables, message)
+    }
+}
+
+/// A fresh ledger whose attempts are rolled back when they fail.
+struct Scratched(Vec<i64>);
+
+impl Scratch<Ledgers> for Scratched {
+    fn attempt(
+        &mut self,
+        step: &mut dyn FnMut(&mut (dyn Ledger + '_)) -> Result<(), HandlerError>,
+    ) -> Result<(), HandlerError> {
+        let mut copy = self.0.clone();
+        step(&mut copy)?;
+        self.0 = copy;
+        Ok(())
+    }
+    fn read(&mut self, read: &mut dyn FnMut(&mut (dyn Ledger + '_))) {
+        read(&mut self.0);
+    }
+}
+
+impl Fixture<Ledgers> for Memory {
+    fn with_tables<T>(
+        &self,
+        work: impl FnOnce(&mut (dyn Ledger + '_)) -> Result<T, StorageError>,
+    ) -> T {
+        work(&mut *self.amounts.lock().unwrap()).expect("the tables")
+    }
+    fn inbox_rows(&self, consumer: &str) -> usize {
+        self.inbox.iter().filter(|(c, _)| c == consumer).count()
+    }
+    fn dead_letters(&self) -> Vec<DeadLetter> {
+        self.letters.clone()
+    }
+    fn failures_counted(&self, consumer: &str) -> u64 {
+        self.failures.get(consumer).copied().unwrap_or(0)
+    }
+    fn scratch<T>(work: impl FnOnce(&mut dyn Scratch<Ledgers>) -> T) -> T {
+        work(&mut Scratched(Vec::new()))
+    }
+}
+
+struct AdderSubject {
+    unlucky: bool,
+}
+
+impl Subject for AdderSubject {
+    type Project = Ledgers;
+    type State = Vec<i64>;
+
+    fn handler(&self) -> Arc<AnyHandler> {
+        Arc::new(Adder {
+            unlucky: self.unlucky,
+        })
+    }
+    fn seed(&self, tables: &mut (dyn Ledger + '_)) -> Result<(), StorageError> {
+        tables.add(100);
+        Ok(())
+    }
+    fn fact(&self, id: MessageId, n: usize) -> Message<i64> {
+        message(id.as_str(), n as i64)
+    }
+    fn resend(&self, message: &Message<i64>) -> Message<i64> {
+        message.clone()
+    }
+    fn repeat(&self, _message: &Message<i64>, _id: MessageId) -> Option<Message<i64>> {
+        None
+    }
+    fn state(&self, tables: &mut (dyn Ledger + '_)) -> Result<Vec<i64>, StorageError> {
+        Ok(tables.amounts())
+    }
+    fn model(&self, messages: &[Message<i64>]) -> Model<Vec<i64>> {
+        let mut model = Model::applied(vec![100]);
+        for message in messages {
+            if message.event < 0 {
+                model
+                    .refused
+                    .insert(message.id.to_string(), "a negative amount".to_owned());
+            } else {
+                model.state.push(message.event);
+            }
+        }
+        model
+    }
+}
+
+fn message(id: &str, amount: i64) -> Message<i64> {
+    Message {
+        id: MessageId::new(id).unwrap(),
+        event: amount,
+        trace_parent: None,
+    }
+}
+
+#[test]
+fn once_only_applies_each_distinct_message_once_and_rolls_a_refusal_back() {
+    let subject = AdderSubject { unlucky: false };
+    let applied = [
+        message("a", 5),
+        message("b", -1),
+        message("a", 5),
+        message("c", 7),
+    ];
+    let expected = Expected::of(&subject, &applied).expect("no handler failure");
+    assert_eq!(expected.once_only.state, [100, 5, 7]);
+    assert_eq!(
+        expected.once_only.refused.keys().collect::<Vec<_>>(),
+        ["b"],
+        "the refusal is listed, and its write rolled back"
+    );
+    assert_eq!(expected.once_only, expected.model);
+}
+
+#[test]
+fn a_handler_that_fails_on_its_own_is_a_violation_naming_it() {
+    let subject = AdderSubject { unlucky: true };
+    let violation = Expected::of(&subject, &[message("a", 13)]).expect_err("13 fails");
+    assert!(
+        violation
+            .0
+            .contains("`adder` fails even when each message is applied once")
+            && violation.0.contains("13 never works"),
+        "{violation:?}"
+    );
+}
+
+#[test]
+fn a_play_is_judged_against_what_the_fixture_holds() {
+    let subject = AdderSubject { unlucky: false };
+    let mut fixture = Memory::default();
+    fixture.amounts.lock().unwrap().extend([100, 5]);
+    fixture.inbox = vec![
+        ("adder".to_owned(), "a".to_owned()),
+        ("adder".to_owned(), "b".to_owned()),
+        ("other".to_owned(), "a".to_owned()),
+    ];
+    let letter = |consumer: &str, refused| DeadLetter {
+        consumer: consumer.to_owned(),
+        message_id: "b".to_owned(),
+        event_type: "amount".to_owned(),
+        payload: "-1".to_owned(),
+        error: "a negative amount".to_owned(),
+        attempts: 1,
+        refused,
+        dead_at: 0,
+    };
+    fixture.letters = vec![letter("adder", true), letter("other", false)];
+    fixture.failures.insert("adder".to_owned(), 2);
+    let outcomes = Summary {
+        applied: 1,
+        refused: 1,
+        duplicate: 1,
+        ..Summary::default()
+    };
+    let observed = observe(&fixture, &subject, outcomes);
+    assert_eq!(observed.inbox_rows, 2, "only the subject's consumer counts");
+    assert_eq!(observed.dead_letters.len(), 1, "only the subject's letters");
+    assert_eq!(observed.attempts, 2);
+    assert_eq!(state_of(&fixture, &subject), [100, 5]);
+    let play = |observed| Play {
+        scenario: "run twice".to_owned(),
+        consumer: "adder".to_owned(),
+        messages: vec![message("a", 5), message("b", -1), message("a", 5)],
+        deliveries: 3,
+        steps: Vec::new(),
+        observed,
+    };
+    play(observed).judge(&subject).expect("each message once");
+    fixture.amounts.lock().unwrap().push(5);
+    let twice = observe(&fixture, &subject, outcomes);
+    let violation = play(twice).judge(&subject).expect_err("applied twice");
+    assert!(
+        violation.0.contains("state is [100, 5, 5]"),
+        "{violation:?}"
+    );
+}
