@@ -13,7 +13,8 @@ use inbox_kit_runtime::message::{Message, MessageId};
 use inbox_kit_runtime::pipeline::Summary;
 use inbox_kit_runtime::storage::StorageError;
 use inbox_kit_testkit::harness::{
-    Expected, Fixture, Model, Play, Project, Scratch, Subject, observe, state_of,
+    Expected, Fixture, Model, Play, Project, Scratch, Seed, Subject, applied_once_problems,
+    assert_applied_once, facts, observe, state_of,
 };
 
 /// The tables of the ledger project: amounts, in order.
@@ -259,4 +260,77 @@ fn a_play_is_judged_against_what_the_fixture_holds() {
         violation.0.contains("state is [100, 5, 5]"),
         "{violation:?}"
     );
+}
+
+/// A refused letter of `consumer` for message `id`.
+fn refusal(consumer: &str, id: &str) -> DeadLetter {
+    DeadLetter {
+        consumer: consumer.to_owned(),
+        message_id: id.to_owned(),
+        event_type: "amount".to_owned(),
+        payload: "-1".to_owned(),
+        error: "a negative amount".to_owned(),
+        attempts: 1,
+        refused: true,
+        dead_at: 0,
+    }
+}
+
+#[test]
+fn applied_once_holds_the_state_and_this_consumers_refusals() {
+    let subject = AdderSubject { unlucky: false };
+    let applied = [message("a", 5), message("b", -1)];
+    let mut fixture = Memory::default();
+    fixture.amounts.lock().unwrap().extend([100, 5]);
+    fixture.letters = vec![refusal("adder", "b"), refusal("other", "c")];
+    assert_eq!(
+        applied_once_problems(&fixture, &subject, &applied),
+        Vec::<String>::new()
+    );
+    assert_applied_once(&fixture, &subject, &applied);
+
+    fixture.letters = vec![refusal("other", "b")];
+    let problems = applied_once_problems(&fixture, &subject, &applied);
+    assert_eq!(problems.len(), 2, "one per route: {problems:?}");
+    assert!(
+        problems[0].starts_with("the handler refused {}"),
+        "{problems:?}"
+    );
+
+    fixture.letters = vec![refusal("adder", "b")];
+    fixture.amounts.lock().unwrap().push(5);
+    let twice = std::panic::catch_unwind(|| assert_applied_once(&fixture, &subject, &applied));
+    let message = *twice
+        .expect_err("applied twice")
+        .downcast::<String>()
+        .unwrap();
+    assert!(
+        message.starts_with("adder is not each message applied once: state is [100, 5, 5]"),
+        "{message}"
+    );
+}
+
+#[test]
+fn facts_are_numbered_from_one_under_the_prefix() {
+    let subject = AdderSubject { unlucky: false };
+    let made = facts(&subject, "m-", 3);
+    let ids: Vec<&str> = made.iter().map(|message| message.id.as_str()).collect();
+    assert_eq!(ids, ["m-00001", "m-00002", "m-00003"]);
+    let amounts: Vec<i64> = made.iter().map(|message| message.event).collect();
+    assert_eq!(amounts, [0, 1, 2], "the n-th fact is made with n");
+}
+
+#[test]
+fn a_subject_seeds_through_its_seed() {
+    let subject = AdderSubject { unlucky: false };
+    let seed: &dyn Seed<Ledgers> = &subject;
+    let mut tables = Vec::new();
+    seed.seed_tables(&mut tables).unwrap();
+    assert_eq!(tables, [100]);
+    assert_eq!(seed.seed_handler().consumer(), "adder");
+    assert!(
+        subject.contended(0).is_empty(),
+        "no rules across messages by default"
+    );
+    assert!(subject.cannot_apply(MessageId::new("x").unwrap()).is_none());
 }

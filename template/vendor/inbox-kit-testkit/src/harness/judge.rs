@@ -462,6 +462,56 @@ mod tests {
     }
 
     #[test]
+    fn every_delivery_past_the_first_of_a_message_counts_as_a_duplicate() {
+        let mut play = play(right());
+        play.messages
+            .extend([message("a"), message("b"), message("a")]);
+        play.deliveries = 6;
+        play.observed.outcomes.duplicate = 4;
+        play.judge_against(&expected())
+            .expect("six deliveries of two messages");
+    }
+
+    #[test]
+    fn a_violation_reads_as_one() {
+        let violation = Violation("what broke".to_owned());
+        assert_eq!(format!("{violation:?}"), "violation: what broke");
+        assert_eq!(violation.to_string(), "what broke");
+    }
+
+    #[test]
+    fn a_state_that_fits_on_a_line_is_shown_whole() {
+        let (ours, theirs) = ("x".repeat(40), "y".repeat(40));
+        assert_eq!(
+            state_against(&ours, "r", &theirs),
+            format!("state is {ours:?}, r gives {theirs:?}")
+        );
+    }
+
+    #[test]
+    fn a_diff_too_long_to_show_says_how_much_more_there_is() {
+        let expected: Vec<u32> = (0..500).collect();
+        let state: Vec<u32> = (1000..1500).collect();
+        let shown = state_against(&state, "the model", &expected);
+        let lines: Vec<&str> = shown.lines().collect();
+        assert_eq!(
+            lines.len(),
+            62,
+            "a head line, 60 of the diff, the rest counted"
+        );
+        assert!(
+            lines[61].starts_with("... and ") && lines[61].ends_with(" more lines of the diff"),
+            "{}",
+            lines[61]
+        );
+        let short: Vec<u32> = (0..200).collect();
+        let mut one_off = short.clone();
+        one_off[100] = 7;
+        let shown = state_against(&one_off, "the model", &short);
+        assert!(!shown.contains("more lines"), "{shown}");
+    }
+
+    #[test]
     fn a_step_is_found_by_its_name() {
         let mut play = play(right());
         play.steps.push((
