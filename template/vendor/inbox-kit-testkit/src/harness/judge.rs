@@ -17,25 +17,7 @@ use inbox_kit_runtime::message::Message;
 use inbox_kit_runtime::pipeline::Summary;
 
 use super::project::{Fixture, Project};
-use super::subject::{EventOf, Subject, state_of};
-
-/// What a subject's model says some messages must give.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Model<State> {
-    pub state: State,
-    /// The messages the handler must refuse, by id, with why.
-    pub refused: BTreeMap<String, String>,
-}
-
-impl<State> Model<State> {
-    /// Every message applied, none refused.
-    pub fn applied(state: State) -> Self {
-        Self {
-            state,
-            refused: BTreeMap::new(),
-        }
-    }
-}
+use super::subject::{EventOf, Model, Subject};
 
 /// What a scenario left behind for one consumer.
 #[derive(Debug)]
@@ -243,6 +225,49 @@ pub fn state_against<T: Debug>(state: &T, route: &str, expected: &T) -> String {
         "state differs from what {route} gives:\n{}{more}",
         lines[..shown].join("\n")
     )
+}
+
+/// The subject's state in `fixture`, read on the fixture's connection.
+pub fn state_of<S: Subject>(fixture: &<S::Project as Project>::Fixture, subject: &S) -> S::State {
+    fixture.with_tables(|tables| subject.state(tables))
+}
+
+/// What [`assert_applied_once`] would complain about (nothing: the state
+/// is each message applied once).
+pub fn applied_once_problems<S: Subject>(
+    fixture: &<S::Project as Project>::Fixture,
+    subject: &S,
+    applied: &[Message<EventOf<S>>],
+) -> Vec<String> {
+    let consumer = subject.handler().consumer();
+    let refused = fixture
+        .dead_letters()
+        .into_iter()
+        .filter(|letter| letter.consumer == consumer && letter.refused)
+        .map(|letter| letter.message_id)
+        .collect();
+    Expected::of(subject, applied)
+        .unwrap_or_else(|violation| panic!("{violation:?}"))
+        .problems(&state_of(fixture, subject), &refused)
+}
+
+/// Asserts that `subject`'s state in `fixture`, and the messages it
+/// refused, are each distinct message of `applied` applied once, judged by
+/// the subject's model and by the once-applied oracle; the panic lists
+/// what differs.
+#[track_caller]
+pub fn assert_applied_once<S: Subject>(
+    fixture: &<S::Project as Project>::Fixture,
+    subject: &S,
+    applied: &[Message<EventOf<S>>],
+) {
+    let problems = applied_once_problems(fixture, subject, applied);
+    assert!(
+        problems.is_empty(),
+        "{} is not each message applied once: {}",
+        subject.handler().consumer(),
+        problems.join("; ")
+    );
 }
 
 /// Applies `messages` once each, in order, straight through the handler to

@@ -17,8 +17,9 @@ pub mod judge;
 pub mod project;
 pub mod subject;
 
-pub use judge::{Expected, Model, Observed, Play, Violation, distinct, observe, state_against};
-pub use project::{Fixture, Project, Scratch};
-pub use subject::{
-    EventOf, Seed, Subject, TablesOf, applied_once_problems, assert_applied_once, facts, state_of,
+pub use judge::{
+    Expected, Observed, Play, Violation, applied_once_problems, assert_applied_once, distinct,
+    observe, state_against, state_of,
 };
+pub use project::{Fixture, Project, Scratch};
+pub use subject::{EventOf, Model, Seed, Subject, TablesOf, facts};

@@ -7,21 +7,38 @@
 //! ([`Subject::resend`]), or a repeat of one under a new id
 //! ([`Subject::repeat`]), each used for what it means.
 
+use std::collections::BTreeMap;
 use std::fmt::Debug;
 use std::sync::Arc;
 
-use inbox_kit_runtime::handler::Subscriber;
 use inbox_kit_runtime::message::{Message, MessageId};
 use inbox_kit_runtime::storage::StorageError;
 
-use super::judge::{Expected, Model};
-use super::project::{Fixture, Project};
+use super::project::Project;
 
 /// The events of a subject's project.
 pub type EventOf<S> = <<S as Subject>::Project as Project>::Event;
 
 /// The tables of a subject's project.
 pub type TablesOf<'t, S> = <<S as Subject>::Project as Project>::Tables<'t>;
+
+/// What a subject's model says some messages must give.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Model<State> {
+    pub state: State,
+    /// The messages the handler must refuse, by id, with why.
+    pub refused: BTreeMap<String, String>,
+}
+
+impl<State> Model<State> {
+    /// Every message applied, none refused.
+    pub fn applied(state: State) -> Self {
+        Self {
+            state,
+            refused: BTreeMap::new(),
+        }
+    }
+}
 
 /// A handler under test. A subject's methods take the project's tables as
 /// `&mut (dyn Tables + '_)`.
@@ -107,47 +124,4 @@ impl<S: Subject> Seed<S::Project> for S {
     fn seed_tables(&self, tables: &mut TablesOf<'_, S>) -> Result<(), StorageError> {
         self.seed(tables)
     }
-}
-
-/// The subject's state in `fixture`, read on the fixture's connection.
-pub fn state_of<S: Subject>(fixture: &<S::Project as Project>::Fixture, subject: &S) -> S::State {
-    fixture.with_tables(|tables| subject.state(tables))
-}
-
-/// What [`assert_applied_once`] would complain about (nothing: the state
-/// is each message applied once).
-pub fn applied_once_problems<S: Subject>(
-    fixture: &<S::Project as Project>::Fixture,
-    subject: &S,
-    applied: &[Message<EventOf<S>>],
-) -> Vec<String> {
-    let consumer = subject.handler().consumer();
-    let refused = fixture
-        .dead_letters()
-        .into_iter()
-        .filter(|letter| letter.consumer == consumer && letter.refused)
-        .map(|letter| letter.message_id)
-        .collect();
-    Expected::of(subject, applied)
-        .unwrap_or_else(|violation| panic!("{violation:?}"))
-        .problems(&state_of(fixture, subject), &refused)
-}
-
-/// Asserts that `subject`'s state in `fixture`, and the messages it
-/// refused, are each distinct message of `applied` applied once, judged by
-/// the subject's model and by the once-applied oracle; the panic lists
-/// what differs.
-#[track_caller]
-pub fn assert_applied_once<S: Subject>(
-    fixture: &<S::Project as Project>::Fixture,
-    subject: &S,
-    applied: &[Message<EventOf<S>>],
-) {
-    let problems = applied_once_problems(fixture, subject, applied);
-    assert!(
-        problems.is_empty(),
-        "{} is not each message applied once: {}",
-        subject.handler().consumer(),
-        problems.join("; ")
-    );
 }
