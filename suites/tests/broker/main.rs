@@ -37,8 +37,8 @@ use {{crate_name}}::source::{Source, Stop};
 
 use kit::consume::{in_process_options, real_inbox};
 use support::nats::proxy::{SettleCounts, SettleProxy, Withhold, withhold_nothing};
-use unconfirmed::FireAndForget;
 use support::nats::{Broker, nats_address};
+use unconfirmed::FireAndForget;
 
 /// How long a test waits for a consumer to work through its stream before
 /// it gives up: a bound for a hung run, far above any real one.
