@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Formats the template's Rust sources, and the kit's suites' (suites/), in
+# Formats the template's Rust sources, and the kit's suites' (kit-suites/), in
 # place with rustfmt.
 #
 # The sources contain Liquid placeholders, so rustfmt cannot read them
@@ -29,7 +29,7 @@ for variant in "${variants[@]}"; do
     while IFS= read -r file; do
         relative="${file#"$project"/}"
         source="$kit/template/$relative"
-        [[ -f "$source" ]] || source="$kit/suites/$relative"
+        [[ -f "$source" ]] || source="$kit/template/kit-suites/$relative"
         [[ ! -f "$source" ]] && continue
         grep -q '{%' "$source" && continue
         # Compared as files, byte for byte: a command substitution would drop

@@ -58,7 +58,7 @@ pub fn generate(
         })
 }
 
-/// Renders the kit's own suites (`suites/`: crash-kill, schedules, fuzz,
+/// Renders the kit's own suites (`template/kit-suites/`: crash-kill, schedules, fuzz,
 /// faults, the relay, the brokers end to end) for project `name`, with
 /// the `define`s it was generated with, and moves them into
 /// `project/tests/`. They test the kit's code through the template's
@@ -82,13 +82,20 @@ pub fn add_kit_suites(
         .prefix("inbox-kit-suites-")
         .tempdir()
         .context("could not make a folder to render the kit's suites in")?;
-    let args = generate_args(
-        &kit_root().join("suites"),
-        name,
-        scratch.path(),
-        define,
-        format,
-    );
+    // The suites sit inside the template, which must not see a second
+    // `cargo-generate.toml` (cargo-generate would take it for the
+    // template): their configuration is `kit-suites.toml`, given its
+    // real name in a copy.
+    let template = scratch.path().join("template");
+    copy_tree(&kit_root().join("template/kit-suites"), &template)?;
+    std::fs::rename(
+        template.join("kit-suites.toml"),
+        template.join("cargo-generate.toml"),
+    )
+    .context("the kit's suites have no kit-suites.toml")?;
+    let rendered_into = scratch.path().join("rendered");
+    std::fs::create_dir(&rendered_into).context("could not make the suites' folder")?;
+    let args = generate_args(&template, name, &rendered_into, define, format);
     // Its report names the scratch folder, which is gone by the end: kept
     // back, and shown only when the rendering failed.
     let (rendered, report) = with_stderr_captured(|| cargo_generate(args));

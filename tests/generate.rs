@@ -144,7 +144,7 @@ fn the_kit_suites_are_added_to_a_project_only_when_asked() {
         ["reliability", "relay", "kafka", "faults_postgres.rs"]
     );
     let data = fs::read(nats.root.join("tests/data/hostile.jsonl")).unwrap();
-    let source = fs::read(kit_root().join("suites/tests/data/hostile.jsonl")).unwrap();
+    let source = fs::read(kit_root().join("template/kit-suites/tests/data/hostile.jsonl")).unwrap();
     assert!(
         data == source,
         "the hostile corpus is not copied byte for byte"

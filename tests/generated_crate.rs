@@ -1,5 +1,5 @@
 //! Every variant of a generated project, with the kit's own suites added
-//! (`suites/`: they test the kit's code through the example consumers),
+//! (`template/kit-suites/`: they test the kit's code through the example consumers),
 //! builds from its own lock file without warnings, passes clippy with
 //! warnings denied, is formatted, and passes its tests against the local
 //! servers the variant needs (the suites of the database and the inbox
@@ -26,7 +26,7 @@ fn main() -> ExitCode {
         // A name per variant: projects share one target directory, where
         // a binary is found by its package name alone.
         // The kit's own suites added: this is where they run, once per
-        // variant (`suites/`).
+        // variant (`template/kit-suites/`).
         let project = move || {
             generate_with(
                 &format!("{}-consumer", variant.name),
