@@ -87,7 +87,11 @@ pub fn add_kit_suites(
     // template): their configuration is `kit-suites.toml`, given its
     // real name in a copy.
     let template = scratch.path().join("template");
-    copy_tree(&kit_root().join("template/kit-suites"), &template)?;
+    copy_tree(
+        &kit_root().join("template/kit-suites"),
+        &template,
+        &mut Vec::new(),
+    )?;
     std::fs::rename(
         template.join("kit-suites.toml"),
         template.join("cargo-generate.toml"),
@@ -103,61 +107,49 @@ pub fn add_kit_suites(
         eprint!("{report}");
     }
     let rendered = rendered.context("could not render the kit's suites")?;
-    let suites: Vec<PathBuf> = entries(&rendered.join("tests"))?.into_iter().collect();
-    if let Some(taken) = suites
-        .iter()
-        .map(|suite| tests.join(suite.file_name().expect("an entry has a name")))
-        .find(|target| target.exists())
-    {
+    let suites: Vec<(PathBuf, PathBuf)> = entries(&rendered.join("tests"))?
+        .into_iter()
+        .map(|suite| {
+            let target = tests.join(suite.file_name().expect("an entry has a name"));
+            (suite, target)
+        })
+        .collect();
+    if let Some((_, taken)) = suites.iter().find(|(_, target)| target.exists()) {
         bail!(
             "{} already exists: the kit's suites are added once",
             taken.display()
         );
     }
-    let added = suites
-        .iter()
-        .map(|suite| {
-            let target = tests.join(suite.file_name().expect("an entry has a name"));
-            copy_tree(suite, &target).map(|()| target)
-        })
-        .collect::<anyhow::Result<Vec<_>>>()?;
-    if format {
-        format_rust_files(project, &added);
+    let mut copied = Vec::new();
+    for (suite, target) in &suites {
+        copy_tree(suite, target, &mut copied)?;
     }
-    Ok(added)
+    if format {
+        let rust: Vec<&PathBuf> = copied
+            .iter()
+            .filter(|file| file.extension().is_some_and(|extension| extension == "rs"))
+            .collect();
+        format_rust_files(project, &rust);
+    }
+    Ok(suites.into_iter().map(|(_, target)| target).collect())
 }
 
-/// Runs rustfmt, with `project`'s edition, over the Rust files of `paths`.
+/// Runs rustfmt, with `project`'s edition, over `files`.
 /// cargo-generate formats only files inside a cargo project, which the
 /// suites' own template is not. Like its formatting, a courtesy: a missing
 /// or failing rustfmt is a warning, not a failed generation.
-fn format_rust_files(project: &Path, paths: &[PathBuf]) {
+fn format_rust_files(project: &Path, files: &[&PathBuf]) {
     let manifest = std::fs::read_to_string(project.join("Cargo.toml")).unwrap_or_default();
     let edition = manifest
         .lines()
         .find_map(|line| line.trim().strip_prefix("edition = "))
         .map_or("2024", |value| value.trim_matches('"'));
-    let mut files = Vec::new();
-    for path in paths {
-        rust_files(path, &mut files);
-    }
     let formatted = std::process::Command::new("rustfmt")
         .args(["--edition", edition])
-        .args(&files)
+        .args(files)
         .status();
     if !formatted.is_ok_and(|status| status.success()) {
         eprintln!("warning: could not format the kit's suites with rustfmt");
-    }
-}
-
-/// The `.rs` files at or under `path`.
-fn rust_files(path: &Path, found: &mut Vec<PathBuf>) {
-    if path.is_dir() {
-        for entry in entries(path).unwrap_or_default() {
-            rust_files(&entry, found);
-        }
-    } else if path.extension().is_some_and(|extension| extension == "rs") {
-        found.push(path.to_path_buf());
     }
 }
 
@@ -204,21 +196,21 @@ fn with_stderr_captured<T>(work: impl FnOnce() -> T) -> (T, Option<String>) {
     (result, report)
 }
 
-/// Copies the file or folder `from` to `to`, which must not exist.
-fn copy_tree(from: &Path, to: &Path) -> anyhow::Result<()> {
+/// Copies the file or folder `from` to `to`, which must not exist, and
+/// adds each file it wrote to `copied`.
+fn copy_tree(from: &Path, to: &Path, copied: &mut Vec<PathBuf>) -> anyhow::Result<()> {
     if from.is_dir() {
         std::fs::create_dir(to).with_context(|| format!("could not create {}", to.display()))?;
         for entry in entries(from)? {
-            copy_tree(
-                &entry,
-                &to.join(entry.file_name().expect("an entry has a name")),
-            )?;
+            let name = entry.file_name().expect("an entry has a name");
+            copy_tree(&entry, &to.join(name), copied)?;
         }
         Ok(())
     } else {
         std::fs::copy(from, to)
-            .map(drop)
-            .with_context(|| format!("could not copy {} to {}", from.display(), to.display()))
+            .with_context(|| format!("could not copy {} to {}", from.display(), to.display()))?;
+        copied.push(to.to_path_buf());
+        Ok(())
     }
 }
 
