@@ -50,9 +50,9 @@ use support::database::bench::{self, Reference};
 use support::debit_variant::DebitVariant;
 use support::figures::{median, thousands};
 use support::harness::{
-    RealInbox, env_number, parallel_judged, play_parallel, play_parallel_meeting_once,
+    Raw, RealInbox, ThisProject, env_number, parallel_judged, play_parallel,
+    play_parallel_meeting_once,
 };
-use support::raw::Raw;
 use support::relay_rates::relay_table;
 use support::subjects::DebitSubject;
 use support::workload::{Payments, fixture_with_accounts};
@@ -154,7 +154,7 @@ fn write_input(path: &Path, count: usize) -> usize {
 }
 
 /// The business update alone, batch by batch: the pipeline without an inbox.
-struct BareUpdate(Box<dyn Raw>);
+struct BareUpdate(Box<dyn Raw<ThisProject>>);
 
 impl Inbox<Handlers> for BareUpdate {
     fn deliver_batch(&mut self, batch: &[Delivery<'_>]) -> Result<Vec<Outcome>, StorageError> {

@@ -11,8 +11,8 @@ mod support;
 
 use support::broken::{CheckThenAct, NoInbox, RecordFirst};
 use support::harness::{
-    InboxUnderTest, Observed, RealInbox, Subject, play_parallel, play_redeliver_after_failure,
-    play_run_twice,
+    InboxUnderTest, Observed, RealInbox, Subject, ThisProject, play_parallel,
+    play_redeliver_after_failure, play_run_twice,
 };
 use support::subjects::{ACCOUNT, DebitSubject, LedgerState, payments};
 
@@ -71,7 +71,7 @@ fn main() {
     );
 }
 
-fn redelivery_row(name: &str, expected: &LedgerState, inbox: &dyn InboxUnderTest) {
+fn redelivery_row(name: &str, expected: &LedgerState, inbox: &dyn InboxUnderTest<ThisProject>) {
     let play = play_redeliver_after_failure(&DebitSubject::real(), inbox, 1, |_| true);
     row(
         name,

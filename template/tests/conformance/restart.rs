@@ -3,7 +3,9 @@
 
 use crate::support::broken;
 use crate::support::database::traps::traps;
-use crate::support::harness::{InboxUnderTest, RealInbox, restart, serve_second_process};
+use crate::support::harness::{
+    InboxUnderTest, RealInbox, ThisProject, restart, serve_second_process,
+};
 use crate::support::subjects::{ACCOUNT, DebitSubject, NotifySubject};
 
 #[test]
@@ -23,9 +25,9 @@ fn redelivery_from_a_new_process_is_a_duplicate() {
 #[ignore = "run by the restart scenario in its second process"]
 fn second_process() {
     serve_second_process(|name| {
-        let mut inboxes: Vec<Box<dyn InboxUnderTest>> = RealInbox::ALL
+        let mut inboxes: Vec<Box<dyn InboxUnderTest<ThisProject>>> = RealInbox::ALL
             .into_iter()
-            .map(|inbox| Box::new(inbox) as Box<dyn InboxUnderTest>)
+            .map(|inbox| Box::new(inbox) as Box<dyn InboxUnderTest<ThisProject>>)
             .collect();
         inboxes.extend(broken::all_inboxes());
         inboxes.extend(traps().into_iter().map(|trap| trap.inbox));

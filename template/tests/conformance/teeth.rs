@@ -66,7 +66,8 @@ fn ids_remembered_in_memory_pass_everything_in_one_process_but_not_a_restart() {
 
 #[test]
 fn ids_that_are_folded_trimmed_normalized_or_truncated_are_caught_by_exact_ids() {
-    let inboxes: [&dyn InboxUnderTest; 4] = [&FoldsCase, &TrimsIds, &NormalizesIds, &TruncatesIds];
+    let inboxes: [&dyn InboxUnderTest<ThisProject>; 4] =
+        [&FoldsCase, &TrimsIds, &NormalizesIds, &TruncatesIds];
     for inbox in inboxes {
         run_twice(&debit(), inbox, 50).expect("ordinary ids survive the rewriting");
         caught(exact_ids(&debit(), inbox), &inbox.name());
@@ -164,7 +165,10 @@ fn delivery_count_mistakes_are_caught_by_the_crash_loop() {
 
 #[test]
 fn database_faults_held_against_the_message_are_caught() {
-    for inbox in [&FaultCounted as &dyn InboxUnderTest, &FaultRefused] {
+    for inbox in [
+        &FaultCounted as &dyn InboxUnderTest<ThisProject>,
+        &FaultRefused,
+    ] {
         run_twice(&debit(), inbox, 50).expect("without faults they are fine");
         caught(storage_fault_in_handler(&debit(), inbox, 10), &inbox.name());
     }
@@ -204,7 +208,7 @@ fn a_batch_without_savepoints_is_caught_by_a_failing_statement() {
 
 #[test]
 fn set_based_runs_whose_failure_is_handled_wrong_are_caught_by_redelivery() {
-    let broken: [&dyn InboxUnderTest; 2] = [&NoFallback, &FallbackKeepsTheAttempt];
+    let broken: [&dyn InboxUnderTest<ThisProject>; 2] = [&NoFallback, &FallbackKeepsTheAttempt];
     for inbox in broken {
         run_twice(&debit(), inbox, 50).expect("without failures a run applies once");
         caught(

@@ -29,7 +29,6 @@ pub mod kafka;
 {%- if broker == "nats" %}
 pub mod nats;
 {%- endif %}
-pub mod raw;
 pub mod relay_rates;
 pub mod subjects;
 pub mod workload;

@@ -36,7 +36,7 @@ use {{crate_name}}::relay::lines::to_line;
 use {{crate_name}}::relay::{Outgoing, Sent, Sink};
 
 use support::database::Fixture;
-use support::harness::{InboxUnderTest, RealInbox, deliver_all, fixture_for, inbox_rows};
+use support::harness::{RealInbox, deliver_all, fixture_for, inbox_rows};
 use support::subjects::{NotifySubject, payments};
 
 /// A fixture whose outbox holds two notifications (email, push) for each

@@ -149,10 +149,12 @@ impl RelayUnderTest for DeletesFailingRows {
             .into_iter()
             .partition(|(_, sent)| matches!(sent, Sent::Failed(_)));
         queue.settle(&sent, policy)?;
-        let mut raw = fixture.raw();
         for (outgoing, _) in &failed {
             let row = &outgoing.notification;
-            raw.delete_notification(&row.event_id, &row.channel)?;
+            fixture.run_sql(&format!(
+                "DELETE FROM notifications WHERE event_id = '{}' AND channel = '{}'",
+                row.event_id, row.channel
+            ));
         }
         Ok(RelayCounts {
             sent: sent.len() as u64,

@@ -10,7 +10,9 @@ use {{crate_name}}::store::Store;
 
 use crate::support::broken::AttemptsCountedInside;
 use crate::support::database::Fixture;
-use crate::support::harness::{InboxUnderTest, RealInbox, deliver_all, fixture_for, inbox_rows};
+use crate::support::harness::{
+    InboxUnderTest, RealInbox, ThisProject, deliver_all, fixture_for, inbox_rows,
+};
 use crate::support::subjects::{ACCOUNT, DebitSubject, payments};
 
 const MISSING_ACCOUNT: i64 = 999;
@@ -28,7 +30,11 @@ fn poison() -> Message {
 
 /// Delivers a healthy payment and the poison one `rounds` times through
 /// `inbox` and returns the outcomes of the poison deliveries.
-fn deliver_rounds(inbox: &dyn InboxUnderTest, fixture: &Fixture, rounds: usize) -> Vec<Outcome> {
+fn deliver_rounds(
+    inbox: &dyn InboxUnderTest<ThisProject>,
+    fixture: &Fixture,
+    rounds: usize,
+) -> Vec<Outcome> {
     let mut worker = inbox.open(fixture);
     let messages = [payments(1).remove(0), poison()];
     (0..rounds)

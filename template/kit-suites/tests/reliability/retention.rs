@@ -11,8 +11,7 @@ use {{crate_name}}::store::Store;
 
 use crate::support::database::Fixture;
 use crate::support::harness::{
-    InboxUnderTest, RealInbox, assert_applied_once, deliver_all, fixture_for, inbox_rows,
-    now_millis,
+    RealInbox, assert_applied_once, deliver_all, fixture_for, inbox_rows, now_millis,
 };
 use crate::support::subjects::{DebitSubject, payments};
 

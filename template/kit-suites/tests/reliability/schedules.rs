@@ -24,8 +24,8 @@ use {{crate_name}}::message::Message;
 use crate::support::broken::{MintedId, NoInbox, RecordFirst};
 use crate::support::database::traps::keyed_by_message_id;
 use crate::support::harness::{
-    AlwaysFail, Expected, InboxUnderTest, Path, RealInbox, Subject, fixture_for, inbox_rows,
-    state_of,
+    AlwaysFail, Expected, InboxUnderTest, Path, RealInbox, Subject, ThisProject, fixture_for,
+    inbox_rows, state_of,
 };
 use crate::support::subjects::{DebitSubject, NotifySubject, payments};
 
@@ -68,7 +68,7 @@ const REAL: RealInbox = RealInbox {
 
 /// Plays `schedule` through `inbox` and checks the model after every step,
 /// and the oracle too after the final redelivery of everything.
-fn check(inbox: &dyn InboxUnderTest, schedule: &[Step]) -> Result<(), TestCaseError> {
+fn check(inbox: &dyn InboxUnderTest<ThisProject>, schedule: &[Step]) -> Result<(), TestCaseError> {
     let (debit, notify) = (DebitSubject::real(), NotifySubject::real());
     let fixture = fixture_for(inbox, &[&debit, &notify]);
     let messages = payments(MESSAGES);
@@ -180,7 +180,7 @@ proptest! {
 #[test]
 fn generated_schedules_catch_the_broken_implementations() {
     let keyed_by_message_id = keyed_by_message_id();
-    let broken: [&dyn InboxUnderTest; 4] =
+    let broken: [&dyn InboxUnderTest<ThisProject>; 4] =
         [&NoInbox, &RecordFirst, &keyed_by_message_id, &MintedId];
     for inbox in broken {
         let mut runner = TestRunner::new(Config {

@@ -7,8 +7,8 @@ use {{crate_name}}::inbox::{Delivery, Inbox, Outcome, Policy, Step, StorageError
 use {{crate_name}}::message::Message;
 
 use crate::support::database::Fixture;
-use crate::support::harness::{InboxUnderTest, now_millis};
-use crate::support::raw::Raw;
+use crate::support::harness::Raw;
+use crate::support::harness::{InboxUnderTest, ThisProject, now_millis};
 
 /// A failed set-based attempt is rolled back, claims and all, and every
 /// delivery of its run reported failed: no fallback to one at a time, so
@@ -24,7 +24,7 @@ pub struct NoFallback;
 /// own key refusing the second.
 pub struct FallbackKeepsTheAttempt;
 
-impl InboxUnderTest for NoFallback {
+impl InboxUnderTest<ThisProject> for NoFallback {
     fn name(&self) -> String {
         "set-based runs that fail all together".into()
     }
@@ -36,7 +36,7 @@ impl InboxUnderTest for NoFallback {
     }
 }
 
-impl InboxUnderTest for FallbackKeepsTheAttempt {
+impl InboxUnderTest<ThisProject> for FallbackKeepsTheAttempt {
     fn name(&self) -> String {
         "a fallback that keeps the failed attempt's writes".into()
     }
@@ -51,7 +51,7 @@ impl InboxUnderTest for FallbackKeepsTheAttempt {
 /// The real inbox's steps, written on a raw connection, wrong only where a
 /// run's attempt fails.
 struct BrokenRuns {
-    raw: Box<dyn Raw>,
+    raw: Box<dyn Raw<ThisProject>>,
     keeps_the_attempt: bool,
 }
 

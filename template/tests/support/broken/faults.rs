@@ -12,8 +12,10 @@ use {{crate_name}}::message::Message;
 
 use super::one_at_a_time;
 use crate::support::database::Fixture;
-use crate::support::harness::{ImpatientUnderTest, InboxUnderTest, RealInbox, now_millis};
-use crate::support::raw::Raw;
+use crate::support::harness::Raw;
+use crate::support::harness::{
+    ImpatientUnderTest, InboxUnderTest, RealInbox, ThisProject, now_millis,
+};
 
 /// Failures after which the broken inboxes here dead-letter a message.
 const MAX_ATTEMPTS: u32 = 2;
@@ -25,7 +27,7 @@ const MAX_ATTEMPTS: u32 = 2;
 /// room. Caught by the storage fault in a handler's write.
 pub struct FaultCounted;
 
-impl InboxUnderTest for FaultCounted {
+impl InboxUnderTest<ThisProject> for FaultCounted {
     fn name(&self) -> String {
         "storage faults counted against the message".into()
     }
@@ -42,7 +44,7 @@ impl InboxUnderTest for FaultCounted {
 /// in a handler's write.
 pub struct FaultRefused;
 
-impl InboxUnderTest for FaultRefused {
+impl InboxUnderTest<ThisProject> for FaultRefused {
     fn name(&self) -> String {
         "storage faults taken as final".into()
     }
@@ -57,7 +59,7 @@ impl InboxUnderTest for FaultRefused {
 /// fault whatever the error: counted (dead-lettered at the last attempt),
 /// or, with `at_once`, refused at once.
 fn deliver_blaming_the_message(
-    raw: &mut dyn Raw,
+    raw: &mut dyn Raw<ThisProject>,
     handler: &BorrowedHandler<'_>,
     message: &Message,
     at_once: bool,
@@ -142,7 +144,7 @@ impl Inbox<Handlers> for ClaimErrorsAreDuplicates {
     }
 }
 
-impl InboxUnderTest for ClaimErrorAsDuplicate {
+impl InboxUnderTest<ThisProject> for ClaimErrorAsDuplicate {
     fn name(&self) -> String {
         "any claim error taken as a duplicate".into()
     }
@@ -161,7 +163,7 @@ impl InboxUnderTest for ClaimErrorAsDuplicate {
 /// their statement.
 pub struct NoSavepoints;
 
-struct WithoutSavepoints(Box<dyn Raw>);
+struct WithoutSavepoints(Box<dyn Raw<ThisProject>>);
 
 impl Inbox<Handlers> for WithoutSavepoints {
     fn deliver_batch(&mut self, batch: &[Delivery<'_>]) -> Result<Vec<Outcome>, StorageError> {
@@ -184,7 +186,7 @@ impl Inbox<Handlers> for WithoutSavepoints {
     }
 }
 
-impl InboxUnderTest for NoSavepoints {
+impl InboxUnderTest<ThisProject> for NoSavepoints {
     fn name(&self) -> String {
         "no savepoint per delivery".into()
     }

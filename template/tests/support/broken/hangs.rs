@@ -12,7 +12,7 @@ use {{crate_name}}::inbox::{Inbox, Outcome};
 
 use super::{apply_and_commit, insert_first, one_at_a_time};
 use crate::support::database::Fixture;
-use crate::support::harness::{InboxUnderTest, now_millis};
+use crate::support::harness::{InboxUnderTest, ThisProject, now_millis};
 
 /// The claim written twice, "so that it survives a rollback": once in the
 /// delivery's transaction, then again on a second connection, which waits
@@ -23,7 +23,7 @@ use crate::support::harness::{InboxUnderTest, now_millis};
 /// every scenario.
 pub struct ClaimsOnASecondConnection;
 
-impl InboxUnderTest for ClaimsOnASecondConnection {
+impl InboxUnderTest<ThisProject> for ClaimsOnASecondConnection {
     fn name(&self) -> String {
         "claims again on a second connection".into()
     }
@@ -61,7 +61,7 @@ impl WaitsForEveryWorker {
     }
 }
 
-impl InboxUnderTest for WaitsForEveryWorker {
+impl InboxUnderTest<ThisProject> for WaitsForEveryWorker {
     fn name(&self) -> String {
         format!("waits for {} workers", Self::POOL)
     }

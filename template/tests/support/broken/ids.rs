@@ -8,7 +8,7 @@ use {{crate_name}}::inbox::{Delivery, Inbox, Outcome, StorageError};
 use {{crate_name}}::message::{Message, MessageId};
 
 use crate::support::database::Fixture;
-use crate::support::harness::{InboxUnderTest, RealInbox};
+use crate::support::harness::{InboxUnderTest, RealInbox, ThisProject};
 
 /// The real inbox, given ids rewritten by `rewrite` before they are
 /// recorded: how an inbox that "cleans up" ids behaves.
@@ -53,7 +53,7 @@ fn rewriting(fixture: &Fixture, rewrite: fn(&str) -> String) -> Box<dyn Inbox<Ha
 /// exact ids.
 pub struct FoldsCase;
 
-impl InboxUnderTest for FoldsCase {
+impl InboxUnderTest<ThisProject> for FoldsCase {
     fn name(&self) -> String {
         "ids folded to lower case".into()
     }
@@ -66,7 +66,7 @@ impl InboxUnderTest for FoldsCase {
 /// only by exact ids.
 pub struct TrimsIds;
 
-impl InboxUnderTest for TrimsIds {
+impl InboxUnderTest<ThisProject> for TrimsIds {
     fn name(&self) -> String {
         "ids trimmed".into()
     }
@@ -79,7 +79,7 @@ impl InboxUnderTest for TrimsIds {
 /// that merely look alike become one. Caught only by exact ids.
 pub struct NormalizesIds;
 
-impl InboxUnderTest for NormalizesIds {
+impl InboxUnderTest<ThisProject> for NormalizesIds {
     fn name(&self) -> String {
         "ids normalized (NFC)".into()
     }
@@ -92,7 +92,7 @@ impl InboxUnderTest for NormalizesIds {
 /// that differ near the end become one. Caught only by exact ids.
 pub struct TruncatesIds;
 
-impl InboxUnderTest for TruncatesIds {
+impl InboxUnderTest<ThisProject> for TruncatesIds {
     fn name(&self) -> String {
         "ids truncated to 64 bytes".into()
     }

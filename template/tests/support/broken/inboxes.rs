@@ -10,13 +10,13 @@ use {{crate_name}}::message::{Message, MessageId};
 
 use super::{apply_and_commit, insert_first, one_at_a_time};
 use crate::support::database::Fixture;
-use crate::support::harness::{InboxUnderTest, RealInbox, now_millis};
+use crate::support::harness::{InboxUnderTest, RealInbox, ThisProject, now_millis};
 
 /// No inbox at all: every delivery applies.
 /// Caught by run twice (each payment debited twice).
 pub struct NoInbox;
 
-impl InboxUnderTest for NoInbox {
+impl InboxUnderTest<ThisProject> for NoInbox {
     fn name(&self) -> String {
         "no inbox".into()
     }
@@ -35,7 +35,7 @@ impl InboxUnderTest for NoInbox {
 /// all apply, while the inbox still ends up with exactly one row each.
 pub struct CheckThenAct;
 
-impl InboxUnderTest for CheckThenAct {
+impl InboxUnderTest<ThisProject> for CheckThenAct {
     fn name(&self) -> String {
         "check-then-act".into()
     }
@@ -62,7 +62,7 @@ impl InboxUnderTest for CheckThenAct {
 /// redelivery is dropped as a duplicate; the payment is lost for good.
 pub struct RecordFirst;
 
-impl InboxUnderTest for RecordFirst {
+impl InboxUnderTest<ThisProject> for RecordFirst {
     fn name(&self) -> String {
         "record-first".into()
     }
@@ -86,7 +86,7 @@ pub struct MintedId;
 
 static MINTED: AtomicU64 = AtomicU64::new(0);
 
-impl InboxUnderTest for MintedId {
+impl InboxUnderTest<ThisProject> for MintedId {
     fn name(&self) -> String {
         "id minted on receipt".into()
     }
@@ -109,7 +109,7 @@ impl InboxUnderTest for MintedId {
 /// dead-lettered. Caught by the poison-message test.
 pub struct AttemptsCountedInside;
 
-impl InboxUnderTest for AttemptsCountedInside {
+impl InboxUnderTest<ThisProject> for AttemptsCountedInside {
     fn name(&self) -> String {
         "attempts counted inside the rolled-back transaction".into()
     }
@@ -148,7 +148,7 @@ pub struct RemembersInMemory;
 /// (fixture, consumer, message id) of every message applied, per process.
 static REMEMBERED: Mutex<Option<HashSet<(String, String, String)>>> = Mutex::new(None);
 
-impl InboxUnderTest for RemembersInMemory {
+impl InboxUnderTest<ThisProject> for RemembersInMemory {
     fn name(&self) -> String {
         "processed ids remembered in memory".into()
     }
@@ -189,7 +189,7 @@ impl Inbox<Handlers> for ReportsAppliedAnyway {
     }
 }
 
-impl InboxUnderTest for IgnoresFailedCommit {
+impl InboxUnderTest<ThisProject> for IgnoresFailedCommit {
     fn name(&self) -> String {
         "failed commit reported as applied".into()
     }

@@ -9,11 +9,13 @@ use {{crate_name}}::message::Message;
 
 use super::AttemptsCountedInside;
 use crate::support::database::Fixture;
-use crate::support::harness::{DeadLettersUnderTest, InboxUnderTest, InboxWithLetters};
-use crate::support::raw::Raw;
+use crate::support::harness::Raw;
+use crate::support::harness::{
+    DeadLettersUnderTest, InboxUnderTest, InboxWithLetters, ThisProject,
+};
 
 /// Every dead-letter mistake here, for tests that run them all.
-pub fn all_letters() -> Vec<Box<dyn DeadLettersUnderTest>> {
+pub fn all_letters() -> Vec<Box<dyn DeadLettersUnderTest<ThisProject>>> {
     vec![
         Box::new(DeadLetterWithoutInboxRow),
         Box::new(RedriveDropsTheLetter),
@@ -29,8 +31,8 @@ pub fn all_letters() -> Vec<Box<dyn DeadLettersUnderTest>> {
 pub struct DeadLetterWithoutInboxRow;
 
 struct ForgetsInboxRow {
-    inner: Box<dyn InboxWithLetters>,
-    raw: Box<dyn Raw>,
+    inner: Box<dyn InboxWithLetters<Handlers>>,
+    raw: Box<dyn Raw<ThisProject>>,
 }
 
 impl Inbox<Handlers> for ForgetsInboxRow {
@@ -62,11 +64,11 @@ impl DeadLetters<Handlers> for ForgetsInboxRow {
     }
 }
 
-impl DeadLettersUnderTest for DeadLetterWithoutInboxRow {
+impl DeadLettersUnderTest<ThisProject> for DeadLetterWithoutInboxRow {
     fn name(&self) -> String {
         "dead letters without their inbox row".into()
     }
-    fn open(&self, fixture: &Fixture, policy: Policy) -> Box<dyn InboxWithLetters> {
+    fn open(&self, fixture: &Fixture, policy: Policy) -> Box<dyn InboxWithLetters<Handlers>> {
         Box::new(ForgetsInboxRow {
             inner: fixture.inbox(policy),
             raw: fixture.raw(),
@@ -81,8 +83,8 @@ impl DeadLettersUnderTest for DeadLetterWithoutInboxRow {
 pub struct RedriveDropsTheLetter;
 
 struct DropsOnRedrive {
-    inner: Box<dyn InboxWithLetters>,
-    raw: Box<dyn Raw>,
+    inner: Box<dyn InboxWithLetters<Handlers>>,
+    raw: Box<dyn Raw<ThisProject>>,
 }
 
 impl Inbox<Handlers> for DropsOnRedrive {
@@ -110,11 +112,11 @@ impl DeadLetters<Handlers> for DropsOnRedrive {
     }
 }
 
-impl DeadLettersUnderTest for RedriveDropsTheLetter {
+impl DeadLettersUnderTest<ThisProject> for RedriveDropsTheLetter {
     fn name(&self) -> String {
         "redrive that drops the dead letter".into()
     }
-    fn open(&self, fixture: &Fixture, policy: Policy) -> Box<dyn InboxWithLetters> {
+    fn open(&self, fixture: &Fixture, policy: Policy) -> Box<dyn InboxWithLetters<Handlers>> {
         Box::new(DropsOnRedrive {
             inner: fixture.inbox(policy),
             raw: fixture.raw(),
@@ -124,7 +126,7 @@ impl DeadLettersUnderTest for RedriveDropsTheLetter {
 
 /// The real inbox, told a different delivery count than the source gave.
 struct RecountsDeliveries {
-    inner: Box<dyn InboxWithLetters>,
+    inner: Box<dyn InboxWithLetters<Handlers>>,
     recount: fn(u32) -> u32,
 }
 
@@ -145,7 +147,7 @@ fn recounting(
     fixture: &Fixture,
     policy: Policy,
     recount: fn(u32) -> u32,
-) -> Box<dyn InboxWithLetters> {
+) -> Box<dyn InboxWithLetters<Handlers>> {
     Box::new(WithRealLetters {
         inbox: Box::new(RecountsDeliveries {
             inner: fixture.inbox(policy),
@@ -157,7 +159,7 @@ fn recounting(
 
 /// Every mistake with the source's delivery count, for tests that run them
 /// all.
-pub fn delivery_count_mistakes() -> Vec<Box<dyn DeadLettersUnderTest>> {
+pub fn delivery_count_mistakes() -> Vec<Box<dyn DeadLettersUnderTest<ThisProject>>> {
     vec![Box::new(IgnoresDeliveryCount), Box::new(ParksOneEarly)]
 }
 
@@ -167,11 +169,11 @@ pub fn delivery_count_mistakes() -> Vec<Box<dyn DeadLettersUnderTest>> {
 /// message, which must be parked unrun.
 pub struct IgnoresDeliveryCount;
 
-impl DeadLettersUnderTest for IgnoresDeliveryCount {
+impl DeadLettersUnderTest<ThisProject> for IgnoresDeliveryCount {
     fn name(&self) -> String {
         "the source's delivery count ignored".into()
     }
-    fn open(&self, fixture: &Fixture, policy: Policy) -> Box<dyn InboxWithLetters> {
+    fn open(&self, fixture: &Fixture, policy: Policy) -> Box<dyn InboxWithLetters<Handlers>> {
         recounting(fixture, policy, |_| 1)
     }
 }
@@ -182,11 +184,11 @@ impl DeadLettersUnderTest for IgnoresDeliveryCount {
 /// crash loop's survivor, which must apply.
 pub struct ParksOneEarly;
 
-impl DeadLettersUnderTest for ParksOneEarly {
+impl DeadLettersUnderTest<ThisProject> for ParksOneEarly {
     fn name(&self) -> String {
         "parked one delivery early".into()
     }
-    fn open(&self, fixture: &Fixture, policy: Policy) -> Box<dyn InboxWithLetters> {
+    fn open(&self, fixture: &Fixture, policy: Policy) -> Box<dyn InboxWithLetters<Handlers>> {
         recounting(fixture, policy, |delivered| delivered + 1)
     }
 }
@@ -195,7 +197,7 @@ impl DeadLettersUnderTest for ParksOneEarly {
 /// in delivering (the dead letters it writes, if any, are its own).
 struct WithRealLetters {
     inbox: Box<dyn Inbox<Handlers>>,
-    letters: Box<dyn InboxWithLetters>,
+    letters: Box<dyn InboxWithLetters<Handlers>>,
 }
 
 impl Inbox<Handlers> for WithRealLetters {
@@ -223,11 +225,11 @@ impl DeadLetters<Handlers> for WithRealLetters {
 /// Counts its failures inside the transaction the failure rolls back (see
 /// its definition): the poison message is never dead-lettered. Caught at
 /// the dead letter that never comes.
-impl DeadLettersUnderTest for AttemptsCountedInside {
+impl DeadLettersUnderTest<ThisProject> for AttemptsCountedInside {
     fn name(&self) -> String {
         InboxUnderTest::name(self)
     }
-    fn open(&self, fixture: &Fixture, policy: Policy) -> Box<dyn InboxWithLetters> {
+    fn open(&self, fixture: &Fixture, policy: Policy) -> Box<dyn InboxWithLetters<Handlers>> {
         Box::new(WithRealLetters {
             inbox: InboxUnderTest::open(self, fixture),
             letters: fixture.inbox(policy),

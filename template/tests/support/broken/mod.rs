@@ -1,7 +1,7 @@
 //! Known-broken implementations, kept so the tests can prove they catch
 //! them. Each one is a mistake that looks right in review; the comment on
 //! each says which scenario catches it and why. They are written once for
-//! every database from the steps in `raw.rs`; the traps only one database
+//! every database from the test kit's `Raw` steps; the traps only one database
 //! has live in its own support module. None of this is ever used by the
 //! consumer itself. One file per kind of mistake:
 //!
@@ -41,11 +41,11 @@ use {{crate_name}}::inbox::{Delivery, Inbox, Outcome, StorageError};
 use {{crate_name}}::message::Message;
 
 use crate::support::database::Fixture;
-use crate::support::harness::{InboxUnderTest, RealInbox, Scenario, now_millis};
-use crate::support::raw::Raw;
+use crate::support::harness::Raw;
+use crate::support::harness::{InboxUnderTest, RealInbox, Scenario, ThisProject, now_millis};
 
 /// Every broken inbox written here, for tests that run them all.
-pub fn all_inboxes() -> Vec<Box<dyn InboxUnderTest>> {
+pub fn all_inboxes() -> Vec<Box<dyn InboxUnderTest<ThisProject>>> {
     vec![
         Box::new(NoInbox),
         Box::new(CheckThenAct),
@@ -63,13 +63,18 @@ pub fn all_inboxes() -> Vec<Box<dyn InboxUnderTest>> {
 
 /// A broken inbox written as "one delivery at a time" on a raw connection.
 pub struct OneAtATime<F> {
-    raw: Box<dyn Raw>,
+    raw: Box<dyn Raw<ThisProject>>,
     deliver: F,
 }
 
 impl<F> Inbox<Handlers> for OneAtATime<F>
 where
-    F: FnMut(&mut dyn Raw, &BorrowedHandler<'_>, &Message) -> Result<Outcome, StorageError> + Send,
+    F: FnMut(
+            &mut dyn Raw<ThisProject>,
+            &BorrowedHandler<'_>,
+            &Message,
+        ) -> Result<Outcome, StorageError>
+        + Send,
 {
     fn deliver_batch(&mut self, batch: &[Delivery<'_>]) -> Result<Vec<Outcome>, StorageError> {
         Ok(batch
@@ -86,7 +91,11 @@ where
 
 pub fn one_at_a_time<F>(fixture: &Fixture, deliver: F) -> Box<dyn Inbox<Handlers>>
 where
-    F: FnMut(&mut dyn Raw, &BorrowedHandler<'_>, &Message) -> Result<Outcome, StorageError>
+    F: FnMut(
+            &mut dyn Raw<ThisProject>,
+            &BorrowedHandler<'_>,
+            &Message,
+        ) -> Result<Outcome, StorageError>
         + Send
         + 'static,
 {
@@ -99,7 +108,7 @@ where
 /// Runs the handler in the open transaction and commits, or rolls back and
 /// reports the failure.
 pub(super) fn apply_and_commit(
-    raw: &mut dyn Raw,
+    raw: &mut dyn Raw<ThisProject>,
     handler: &BorrowedHandler<'_>,
     message: &Message,
 ) -> Result<Outcome, StorageError> {
@@ -118,7 +127,7 @@ pub(super) fn apply_and_commit(
 /// The real algorithm (insert first, then apply, one transaction) written
 /// by hand, for broken variants that change only its inputs.
 pub fn insert_first(
-    raw: &mut dyn Raw,
+    raw: &mut dyn Raw<ThisProject>,
     handler: &BorrowedHandler<'_>,
     message: &Message,
 ) -> Result<Outcome, StorageError> {
@@ -133,7 +142,7 @@ pub fn insert_first(
 /// A database-specific trap: a broken inbox, the scenarios it passes, and
 /// the one that must catch it.
 pub struct Trap {
-    pub inbox: Box<dyn InboxUnderTest>,
+    pub inbox: Box<dyn InboxUnderTest<ThisProject>>,
     pub passes: Vec<Scenario>,
     pub caught_by: Scenario,
 }
@@ -145,7 +154,7 @@ pub struct WithSchema {
     pub patch: &'static str,
 }
 
-impl InboxUnderTest for WithSchema {
+impl InboxUnderTest<ThisProject> for WithSchema {
     fn name(&self) -> String {
         self.name.to_owned()
     }

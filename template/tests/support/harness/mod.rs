@@ -25,7 +25,6 @@
 //! the test kit's (`inbox_kit_testkit::harness`), re-exported here; this
 //! project shows itself to it as [`ThisProject`].
 
-mod inboxes;
 mod judge;
 mod scenarios;
 
@@ -35,12 +34,11 @@ pub use inbox_kit_testkit::harness::env::{
 pub use inbox_kit_testkit::harness::faults::{AlwaysFail, FailFirstAttempt, FailFor};
 pub use inbox_kit_testkit::harness::hangs;
 pub use inbox_kit_testkit::harness::{
-    Expected, Model, Observed, Scratch, Seed, Subject, Violation, applied_once_problems,
-    assert_applied_once, distinct, facts, observe, state_against, state_of,
-};
-pub use inboxes::{
-    DeadLettersUnderTest, InboxUnderTest, InboxWithLetters, OnPath, Path, RealDeadLetters,
-    RealInbox,
+    DeadLettersUnderTest, Expected, Fault, InboxUnderTest, InboxWithLetters, Model, Observed,
+    OnPath, Path, Raw, RealDeadLetters, RealInbox, Scratch, Seed, Subject, Violation,
+    applied_facts, applied_once_problems, apply_alone, assert_applied_once, deliver_all,
+    deliver_mixed, distinct, each_at_once, facts, fixture_for, observe, play_through_fault,
+    state_against, state_of,
 };
 pub use judge::Play;
 pub use scenarios::*;
@@ -48,35 +46,29 @@ pub use scenarios::*;
 use inbox_kit_testkit::harness::Project;
 
 use {{crate_name}}::event::Event;
-use {{crate_name}}::handler::HandlerError;
-use {{crate_name}}::handlers::{AnyHandler, Tables};
-use {{crate_name}}::inbox::{DeadLetter, StorageError};
-use {{crate_name}}::message::Message;
+use {{crate_name}}::handlers::{Handlers, Tables};
+use {{crate_name}}::inbox::{DeadLetter, Policy, StorageError};
 
 use crate::support::database::Fixture;
 
-/// This project as the test kit's harness sees it: its events, its
-/// handlers, the tables they are handed and its database fixture.
+/// This project as the test kit's harness sees it: its events, the tables
+/// its handlers are handed, its registry and its database fixture.
 pub struct ThisProject;
 
 impl Project for ThisProject {
     type Event = Event;
-    type Handler = AnyHandler;
     type Tables<'t> = dyn Tables + 't;
+    type Registry = Handlers;
     type Fixture = Fixture;
-
-    fn apply(
-        handler: &AnyHandler,
-        tables: &mut (dyn Tables + '_),
-        message: &Message,
-    ) -> Result<(), HandlerError> {
-        handler.apply(tables, message)
-    }
 }
 
 /// What the test kit's judge reads from a fixture: the fixture's own
 /// methods of the same names.
 impl inbox_kit_testkit::harness::Fixture<ThisProject> for Fixture {
+    fn new() -> Self {
+        Fixture::new()
+    }
+
     fn with_tables<T>(
         &self,
         work: impl FnOnce(&mut (dyn Tables + '_)) -> Result<T, StorageError>,
@@ -96,6 +88,18 @@ impl inbox_kit_testkit::harness::Fixture<ThisProject> for Fixture {
         Fixture::failures_counted(self, consumer)
     }
 
+    fn raw(&self) -> Box<dyn Raw<ThisProject>> {
+        Fixture::raw(self)
+    }
+
+    fn inbox(&self, policy: Policy) -> Box<dyn InboxWithLetters<Handlers>> {
+        Fixture::inbox(self, policy)
+    }
+
+    fn fail_commits(&self, on: bool) {
+        Fixture::fail_commits(self, on)
+    }
+
     fn scratch<T>(work: impl FnOnce(&mut dyn Scratch<ThisProject>) -> T) -> T {
         Fixture::scratch(|scratch| work(scratch))
     }
@@ -106,19 +110,6 @@ impl inbox_kit_testkit::harness::Fixture<ThisProject> for Fixture {
 pub trait LocalSubject: Subject<Project = ThisProject> {}
 
 impl<S: Subject<Project = ThisProject>> LocalSubject for S {}
-
-/// A fresh database with every table, prepared for `inbox`, seeded for
-/// `subjects`.
-pub fn fixture_for(inbox: &dyn InboxUnderTest, subjects: &[&dyn Seed<ThisProject>]) -> Fixture {
-    let fixture = Fixture::new();
-    inbox.prepare(&fixture);
-    fixture.with_tables(|tables| {
-        subjects
-            .iter()
-            .try_for_each(|subject| subject.seed_tables(tables))
-    });
-    fixture
-}
 
 /// Inbox rows recorded for `consumer`, counted by the fixture's own SQL
 /// on its own connection (a new connection per judge costs more than a

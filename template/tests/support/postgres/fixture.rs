@@ -33,9 +33,9 @@ use {{crate_name}}::store::Store;
 
 use super::PgRaw;
 use super::tripwires::TRIPWIRES;
+use crate::support::harness::Raw;
 use crate::support::harness::{self, InboxWithLetters, ThisProject, hangs};
 use crate::support::proxy::Proxy;
-use crate::support::raw::Raw;
 
 /// How to reach a server when none is configured.
 const NO_SERVER: &str = "these tests need a PostgreSQL server: set DATABASE_URL, e.g. \
@@ -275,7 +275,7 @@ impl Fixture {
     /// The real inbox on this fixture, for one worker: an idle one of the
     /// slot's if it has one with `policy`, a new connection otherwise. It
     /// goes back to the slot when dropped.
-    pub fn inbox(&self, policy: Policy) -> Box<dyn InboxWithLetters> {
+    pub fn inbox(&self, policy: Policy) -> Box<dyn InboxWithLetters<Handlers>> {
         Box::new(self.borrow_inbox(policy))
     }
 
@@ -412,14 +412,14 @@ impl Fixture {
     }
 
     /// A connection for hand-written inboxes.
-    pub fn raw(&self) -> Box<dyn Raw> {
+    pub fn raw(&self) -> Box<dyn Raw<ThisProject>> {
         Box::new(PgRaw::new(self.database().connect().expect("connect")))
     }
 
     /// A connection for hand-written inboxes that waits for any lock as
     /// long as it takes (the server's bounds switched off), as a
     /// consumer's own connection might.
-    pub fn raw_waiting_forever(&self) -> Box<dyn Raw> {
+    pub fn raw_waiting_forever(&self) -> Box<dyn Raw<ThisProject>> {
         let mut client = self.database().connect().expect("connect");
         client
             .batch_execute("SET lock_timeout = 0; SET statement_timeout = 0")

@@ -8,7 +8,7 @@ use {{crate_name}}::handlers::BorrowedHandler;
 use {{crate_name}}::inbox::{DeadLetter, StorageError};
 use {{crate_name}}::message::Message;
 
-use crate::support::raw::Raw;
+use crate::support::harness::{Raw, ThisProject};
 
 pub struct PgRaw {
     client: Client,
@@ -28,7 +28,7 @@ impl PgRaw {
     }
 }
 
-impl Raw for PgRaw {
+impl Raw<ThisProject> for PgRaw {
     fn begin(&mut self) -> Result<(), StorageError> {
         Ok(self.client.batch_execute("BEGIN")?)
     }
@@ -151,14 +151,6 @@ impl Raw for PgRaw {
         self.client.execute(
             "DELETE FROM dead_letters WHERE consumer = $1 AND message_id = $2",
             &[&consumer, &id],
-        )?;
-        Ok(())
-    }
-
-    fn delete_notification(&mut self, event_id: &str, channel: &str) -> Result<(), StorageError> {
-        self.client.execute(
-            "DELETE FROM notifications WHERE event_id = $1 AND channel = $2",
-            &[&event_id, &channel],
         )?;
         Ok(())
     }

@@ -10,8 +10,8 @@ use {{crate_name}}::message::Message;
 
 use super::{Fixture, PgRaw};
 use crate::support::broken::{Trap, WithSchema, one_at_a_time};
-use crate::support::harness::{InboxUnderTest, Scenario, now_millis};
-use crate::support::raw::Raw;
+use crate::support::harness::Raw;
+use crate::support::harness::{InboxUnderTest, Scenario, ThisProject, now_millis};
 
 /// The traps of this database, for `teeth`.
 pub fn traps() -> Vec<Trap> {
@@ -169,7 +169,7 @@ impl Inbox<Handlers> for NoSavepoint {
     }
 }
 
-impl InboxUnderTest for UniqueViolationWithoutSavepoint {
+impl InboxUnderTest<ThisProject> for UniqueViolationWithoutSavepoint {
     fn name(&self) -> String {
         "unique violation caught without a savepoint".into()
     }
@@ -185,7 +185,7 @@ impl InboxUnderTest for UniqueViolationWithoutSavepoint {
 /// so this is still check-then-act: passes run twice, caught by parallel.
 pub struct SelectForUpdateFirst;
 
-impl InboxUnderTest for SelectForUpdateFirst {
+impl InboxUnderTest<ThisProject> for SelectForUpdateFirst {
     fn name(&self) -> String {
         "SELECT ... FOR UPDATE before the insert".into()
     }
@@ -243,7 +243,7 @@ impl Inbox<Handlers> for ForUpdate {
 /// away. Caught by run twice.
 pub struct OnConflictResultIgnored;
 
-impl InboxUnderTest for OnConflictResultIgnored {
+impl InboxUnderTest<ThisProject> for OnConflictResultIgnored {
     fn name(&self) -> String {
         "ON CONFLICT DO NOTHING result ignored".into()
     }
@@ -267,7 +267,7 @@ impl InboxUnderTest for OnConflictResultIgnored {
 
 /// Broken inboxes for a handler's statement that ends the whole
 /// transaction: none, since PostgreSQL has no such statement.
-pub fn whole_transaction_traps() -> Vec<Box<dyn InboxUnderTest>> {
+pub fn whole_transaction_traps() -> Vec<Box<dyn InboxUnderTest<ThisProject>>> {
     Vec::new()
 }
 
@@ -320,7 +320,7 @@ impl Inbox<Handlers> for TwoConnections {
     }
 }
 
-impl InboxUnderTest for ClaimOnItsOwnConnection {
+impl InboxUnderTest<ThisProject> for ClaimOnItsOwnConnection {
     fn name(&self) -> String {
         "inbox row claimed on a connection of its own".into()
     }

@@ -8,13 +8,13 @@ use rusqlite::{Connection, TransactionBehavior};
 
 use {{crate_name}}::database::{Database, Settings, SqliteTables};
 use {{crate_name}}::handler::HandlerError;
-use {{crate_name}}::handlers::Tables;
+use {{crate_name}}::handlers::{Handlers, Tables};
 use {{crate_name}}::inbox::{DeadLetter, Policy, StorageError};
 use {{crate_name}}::store::Store;
 
 use super::{SqliteRaw, tripwires};
+use crate::support::harness::Raw;
 use crate::support::harness::{self, InboxWithLetters, ThisProject};
-use crate::support::raw::Raw;
 
 /// A fresh database with every table, for one scenario.
 pub struct Fixture {
@@ -125,7 +125,7 @@ impl Fixture {
     }
 
     /// The real inbox on this fixture, for one worker.
-    pub fn inbox(&self, policy: Policy) -> Box<dyn InboxWithLetters> {
+    pub fn inbox(&self, policy: Policy) -> Box<dyn InboxWithLetters<Handlers>> {
         Box::new(self.database().inbox(policy).expect("open inbox"))
     }
 
@@ -186,14 +186,14 @@ impl Fixture {
     }
 
     /// A connection for hand-written inboxes.
-    pub fn raw(&self) -> Box<dyn Raw> {
+    pub fn raw(&self) -> Box<dyn Raw<ThisProject>> {
         Box::new(SqliteRaw::new(self.database().connect().expect("connect")))
     }
 
     /// A connection for hand-written inboxes that waits for the write
     /// lock as long as it takes (SQLite's longest busy timeout, 24 days),
     /// as a consumer's own connection might.
-    pub fn raw_waiting_forever(&self) -> Box<dyn Raw> {
+    pub fn raw_waiting_forever(&self) -> Box<dyn Raw<ThisProject>> {
         let db = self.database().connect().expect("connect");
         db.busy_timeout(std::time::Duration::from_millis(i32::MAX as u64))
             .expect("wait without limit");

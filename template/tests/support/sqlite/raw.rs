@@ -8,7 +8,7 @@ use {{crate_name}}::handlers::BorrowedHandler;
 use {{crate_name}}::inbox::{DeadLetter, StorageError};
 use {{crate_name}}::message::Message;
 
-use crate::support::raw::Raw;
+use crate::support::harness::{Raw, ThisProject};
 
 pub struct SqliteRaw {
     db: Connection,
@@ -25,7 +25,7 @@ impl SqliteRaw {
     }
 }
 
-impl Raw for SqliteRaw {
+impl Raw<ThisProject> for SqliteRaw {
     fn begin(&mut self) -> Result<(), StorageError> {
         Ok(self.db.execute_batch("BEGIN IMMEDIATE")?)
     }
@@ -143,14 +143,6 @@ impl Raw for SqliteRaw {
         self.db.execute(
             "DELETE FROM dead_letters WHERE consumer = ?1 AND message_id = ?2",
             params![consumer, id],
-        )?;
-        Ok(())
-    }
-
-    fn delete_notification(&mut self, event_id: &str, channel: &str) -> Result<(), StorageError> {
-        self.db.execute(
-            "DELETE FROM notifications WHERE event_id = ?1 AND channel = ?2",
-            params![event_id, channel],
         )?;
         Ok(())
     }

@@ -7,8 +7,8 @@ use {{crate_name}}::message::Message;
 
 use super::{Fixture, SqliteRaw};
 use crate::support::broken::{Trap, WithSchema};
-use crate::support::harness::{InboxUnderTest, Scenario, now_millis};
-use crate::support::raw::Raw;
+use crate::support::harness::Raw;
+use crate::support::harness::{InboxUnderTest, Scenario, ThisProject, now_millis};
 
 /// The traps of this database, for `teeth`.
 pub fn traps() -> Vec<Trap> {
@@ -169,7 +169,7 @@ impl Inbox<Handlers> for Deferred {
     }
 }
 
-impl InboxUnderTest for DeferredCheck {
+impl InboxUnderTest<ThisProject> for DeferredCheck {
     fn name(&self) -> String {
         "deferred BEGIN".into()
     }
@@ -182,7 +182,7 @@ impl InboxUnderTest for DeferredCheck {
 
 /// Broken inboxes for a handler's statement that ends the whole
 /// transaction (which SQLite can do), for the statement scenario.
-pub fn whole_transaction_traps() -> Vec<Box<dyn InboxUnderTest>> {
+pub fn whole_transaction_traps() -> Vec<Box<dyn InboxUnderTest<ThisProject>>> {
     vec![Box::new(CarriesOnAfterRollback)]
 }
 
@@ -233,7 +233,7 @@ impl Inbox<Handlers> for CarriesOn {
     }
 }
 
-impl InboxUnderTest for CarriesOnAfterRollback {
+impl InboxUnderTest<ThisProject> for CarriesOnAfterRollback {
     fn name(&self) -> String {
         "carries on after the transaction ended".into()
     }

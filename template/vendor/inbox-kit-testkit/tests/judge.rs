@@ -7,14 +7,14 @@
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
-use inbox_kit_runtime::handler::{Handler, HandlerError, Refused, Subscriber};
-use inbox_kit_runtime::inbox::DeadLetter;
+use inbox_kit_runtime::handler::{Handler, HandlerError, Refused, Registry, Subscriber};
+use inbox_kit_runtime::inbox::{DeadLetter, Policy};
 use inbox_kit_runtime::message::{Message, MessageId};
 use inbox_kit_runtime::pipeline::Summary;
 use inbox_kit_runtime::storage::StorageError;
 use inbox_kit_testkit::harness::{
-    Expected, Fixture, Model, Play, Project, Scratch, Seed, Subject, applied_once_problems,
-    assert_applied_once, facts, observe, state_of,
+    Expected, Fixture, LettersOf, Model, Play, Project, Raw, Scratch, Seed, Subject,
+    applied_once_problems, assert_applied_once, facts, observe, state_of,
 };
 
 /// The tables of the ledger project: amounts, in order.
@@ -32,7 +32,29 @@ impl Ledger for Vec<i64> {
     }
 }
 
-type AnyHandler = dyn for<'t> Handler<i64, dyn Ledger + 't>;
+type BorrowedHandler<'a> = dyn for<'t> Handler<i64, dyn Ledger + 't> + 'a;
+type AnyHandler = BorrowedHandler<'static>;
+
+/// The ledger's handlers, as the runtime's inboxes would know them.
+struct Adders;
+
+impl Registry for Adders {
+    type Event = i64;
+    type Handler<'a> = BorrowedHandler<'a>;
+
+    fn has_set_based(handler: &BorrowedHandler<'_>) -> bool {
+        handler.set_based().is_some()
+    }
+    fn encode(event: &i64) -> (&'static str, String) {
+        ("Amount", event.to_string())
+    }
+    fn partition_key(_event: &i64) -> u64 {
+        0
+    }
+    fn lend<'a>(handler: &'a AnyHandler) -> &'a BorrowedHandler<'a> {
+        handler
+    }
+}
 
 /// Adds each amount; refuses a negative one, after writing it; fails for
 /// good on 13 when `unlucky`.
@@ -75,17 +97,9 @@ struct Memory {
 
 impl Project for Ledgers {
     type Event = i64;
-    type Handler = AnyHandler;
     type Tables<'t> = dyn Ledger + 't;
+    type Registry = Adders;
     type Fixture = Memory;
-
-    fn apply(
-        handler: &AnyHandler,
-        tables: &mut (dyn Ledger + '_),
-        message: &Message<i64>,
-    ) -> Result<(), HandlerError> {
-        handler.apply(tables, message)
-    }
 }
 
 /// A fresh ledger whose attempts are rolled back when they fail.
@@ -107,6 +121,9 @@ impl Scratch<Ledgers> for Scratched {
 }
 
 impl Fixture<Ledgers> for Memory {
+    fn new() -> Self {
+        Self::default()
+    }
     fn with_tables<T>(
         &self,
         work: impl FnOnce(&mut (dyn Ledger + '_)) -> Result<T, StorageError>,
@@ -121,6 +138,15 @@ impl Fixture<Ledgers> for Memory {
     }
     fn failures_counted(&self, consumer: &str) -> u64 {
         self.failures.get(consumer).copied().unwrap_or(0)
+    }
+    fn inbox(&self, _policy: Policy) -> LettersOf<Ledgers> {
+        unreachable!("the judge's tests read a fixture; they deliver nothing")
+    }
+    fn raw(&self) -> Box<dyn Raw<Ledgers>> {
+        unreachable!("the judge's tests read a fixture; they write nothing")
+    }
+    fn fail_commits(&self, _on: bool) {
+        unreachable!("the judge's tests read a fixture; they commit nothing")
     }
     fn scratch<T>(work: impl FnOnce(&mut dyn Scratch<Ledgers>) -> T) -> T {
         work(&mut Scratched(Vec::new()))

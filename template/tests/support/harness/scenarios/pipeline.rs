@@ -33,7 +33,7 @@ use crate::support::harness::{
     Expected, FailFirstAttempt, LocalSubject, Play, RealInbox, Violation, facts, fixture_for,
     hangs, observe,
 };
-use crate::support::raw::Raw;
+use crate::support::harness::{Raw, ThisProject};
 
 /// Workers the pipeline runs.
 const WORKERS: usize = 4;
@@ -54,7 +54,7 @@ pub struct Settled {
 struct Witness {
     consumer: &'static str,
     /// Another connection than the workers'.
-    raw: Arc<Mutex<Box<dyn Raw>>>,
+    raw: Arc<Mutex<Box<dyn Raw<ThisProject>>>>,
     log: Arc<Mutex<Vec<Settled>>>,
 }
 

@@ -12,7 +12,7 @@ use {{crate_name}}::message::Message;
 use {{crate_name}}::pipeline::Summary;
 
 use crate::support::database::Fixture;
-use crate::support::harness::{InboxUnderTest, hangs};
+use crate::support::harness::{InboxUnderTest, ThisProject, hangs};
 
 /// The test that plays the second process. Every test binary that plays
 /// the restart or rules-across-messages scenario declares it, calling
@@ -35,7 +35,7 @@ pub fn second_process(assignment: &serde_json::Value) -> Command {
 /// What the second process was given, parsed.
 pub struct Assignment {
     pub value: serde_json::Value,
-    pub inbox: Box<dyn InboxUnderTest>,
+    pub inbox: Box<dyn InboxUnderTest<ThisProject>>,
     pub handler: std::sync::Arc<AnyHandler>,
     pub fixture: Fixture,
 }
@@ -53,7 +53,9 @@ impl Assignment {
 /// Plays the second process's part when this process is one (its
 /// assignment is in the environment); does nothing otherwise.
 /// `inbox_named` finds the inbox under test by its name.
-pub fn serve_second_process(inbox_named: impl Fn(&str) -> Option<Box<dyn InboxUnderTest>>) {
+pub fn serve_second_process(
+    inbox_named: impl Fn(&str) -> Option<Box<dyn InboxUnderTest<ThisProject>>>,
+) {
     let Ok(assignment) = std::env::var(ASSIGNMENT) else {
         println!("only a scenario's second process does something here");
         return;

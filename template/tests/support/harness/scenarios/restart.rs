@@ -9,14 +9,14 @@
 use {{crate_name}}::message::Message;
 use {{crate_name}}::pipeline::Summary;
 
-use super::deliver_all;
 use super::process::{
     Assignment, SECOND_PROCESS_TEST, from_lines, second_process, summary_from_json,
     summary_to_json, to_lines,
 };
 use crate::support::database::Fixture;
+use crate::support::harness::deliver_all;
 use crate::support::harness::{
-    InboxUnderTest, LocalSubject, Play, Violation, facts, fixture_for, hangs, observe,
+    InboxUnderTest, LocalSubject, Play, ThisProject, Violation, facts, fixture_for, hangs, observe,
 };
 
 /// The step observed after the first process's round.
@@ -24,7 +24,7 @@ pub const FIRST_PROCESS: &str = "after the first process";
 
 pub fn play_restart<S: LocalSubject>(
     subject: &S,
-    inbox: &dyn InboxUnderTest,
+    inbox: &dyn InboxUnderTest<ThisProject>,
     count: usize,
 ) -> Play<S::State> {
     let _scenario = hangs::scenario(format!(
@@ -54,7 +54,7 @@ pub fn play_restart<S: LocalSubject>(
 
 pub fn restart<S: LocalSubject>(
     subject: &S,
-    inbox: &dyn InboxUnderTest,
+    inbox: &dyn InboxUnderTest<ThisProject>,
     count: usize,
 ) -> Result<Play<S::State>, Violation> {
     play_restart(subject, inbox, count).judge(subject)
@@ -63,7 +63,7 @@ pub fn restart<S: LocalSubject>(
 /// Runs the second round in a new process and returns its outcomes.
 fn second_process_round(
     fixture: &Fixture,
-    inbox: &dyn InboxUnderTest,
+    inbox: &dyn InboxUnderTest<ThisProject>,
     consumer: &str,
     messages: &[Message],
 ) -> Summary {

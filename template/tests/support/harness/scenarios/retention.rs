@@ -21,7 +21,7 @@ use crate::support::harness::{
     now_millis, observe,
 };
 
-use super::deliver_all;
+use crate::support::harness::deliver_all;
 
 /// A purge implementation under test.
 pub trait Purger {

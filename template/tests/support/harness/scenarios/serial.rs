@@ -40,14 +40,14 @@ use {{crate_name}}::inbox::Inbox;
 use {{crate_name}}::message::Message;
 use {{crate_name}}::pipeline::Summary;
 
-use super::deliver_all;
 use super::process::{
     Assignment, from_lines, second_process, summary_from_json, summary_to_json, to_lines,
 };
 use crate::support::database::{CONCURRENT_WRITERS, Fixture};
+use crate::support::harness::deliver_all;
 use crate::support::harness::{
-    InboxUnderTest, LocalSubject, Play, Violation, env_number, fixture_for, hangs, observe,
-    state_against,
+    InboxUnderTest, LocalSubject, Play, ThisProject, Violation, env_number, fixture_for, hangs,
+    observe, state_against,
 };
 
 /// Rounds the scenario plays unless `SERIAL_ROUNDS` says otherwise (at
@@ -175,7 +175,7 @@ fn orders<T: Clone>(items: &[T]) -> Vec<Vec<T>> {
 
 pub fn rules_across_messages<S: LocalSubject>(
     subject: &S,
-    inbox: &dyn InboxUnderTest,
+    inbox: &dyn InboxUnderTest<ThisProject>,
 ) -> Result<Play<S::State>, Violation> {
     let _scenario = hangs::scenario(format!(
         "rules across messages via {}, for `{}`",

@@ -14,9 +14,10 @@
 use {{crate_name}}::message::Message;
 use {{crate_name}}::pipeline::Summary;
 
-use super::deliver_all;
+use crate::support::harness::deliver_all;
 use crate::support::harness::{
-    Expected, InboxUnderTest, Play, Subject, Violation, facts, fixture_for, hangs, observe,
+    Expected, InboxUnderTest, Play, Subject, ThisProject, Violation, facts, fixture_for, hangs,
+    observe,
 };
 use crate::support::subjects::DebitSubject;
 
@@ -43,7 +44,7 @@ fn failing(messages: &[Message]) -> Vec<&str> {
 
 /// `None` when the database cannot fail a statement that way.
 pub fn play_statement_fails(
-    inbox: &dyn InboxUnderTest,
+    inbox: &dyn InboxUnderTest<ThisProject>,
     count: usize,
     how: Failing,
 ) -> Option<Play<<DebitSubject as Subject>::State>> {
@@ -82,7 +83,7 @@ pub fn play_statement_fails(
 /// Judged: see the module's comment. `Ok(None)`: the database cannot fail
 /// a statement that way.
 pub fn statement_fails(
-    inbox: &dyn InboxUnderTest,
+    inbox: &dyn InboxUnderTest<ThisProject>,
     count: usize,
     how: Failing,
 ) -> Result<Option<Play<<DebitSubject as Subject>::State>>, Violation> {

@@ -15,12 +15,12 @@ use {{crate_name}}::inbox::{Inbox, Policy, StorageError, StorageFault};
 use {{crate_name}}::message::Message;
 use {{crate_name}}::pipeline::Summary;
 
-use super::{Fault, applied_facts, deliver_all, play_through_fault};
 use crate::support::database::Fixture;
 use crate::support::harness::{
-    Expected, InboxUnderTest, LocalSubject, Observed, Play, RealInbox, Violation, fixture_for,
-    hangs, observe,
+    Expected, InboxUnderTest, LocalSubject, Observed, Play, RealInbox, ThisProject, Violation,
+    fixture_for, hangs, observe,
 };
+use crate::support::harness::{Fault, applied_facts, deliver_all, play_through_fault};
 
 /// The step observed after the faulty deliveries.
 pub const AFTER_FAULTS: &str = "after the deliveries the database failed";
@@ -78,7 +78,7 @@ impl<'t> Handler<Event, dyn Tables + 't> for FaultyWrites {
 
 pub fn play_storage_fault_in_handler<S: LocalSubject>(
     subject: &S,
-    inbox: &dyn InboxUnderTest,
+    inbox: &dyn InboxUnderTest<ThisProject>,
     count: usize,
 ) -> Play<S::State> {
     let _scenario = hangs::scenario(format!(
@@ -91,7 +91,7 @@ pub fn play_storage_fault_in_handler<S: LocalSubject>(
     // The first message of every batch faults, so every batch fails.
     let faulty = FaultyWrites::new(subject.handler(), messages[0].id.as_str());
     let mut worker = inbox.open(&fixture);
-    let fault = Fault {
+    let fault = Fault::<ThisProject> {
         scenario: format!("storage fault in the handler's write via {}", inbox.name()),
         step: AFTER_FAULTS,
         rounds: FAULTS,
@@ -106,7 +106,7 @@ pub fn play_storage_fault_in_handler<S: LocalSubject>(
 /// counted and no dead letter; after the redelivery, each message once.
 pub fn storage_fault_in_handler<S: LocalSubject>(
     subject: &S,
-    inbox: &dyn InboxUnderTest,
+    inbox: &dyn InboxUnderTest<ThisProject>,
     count: usize,
 ) -> Result<Play<S::State>, Violation> {
     let play = play_storage_fault_in_handler(subject, inbox, count);
@@ -205,7 +205,7 @@ pub fn play_claim_held_elsewhere<S: LocalSubject>(
     };
     let mut worker = inbox.open(&fixture, policy, LOCK_WAIT);
     let holder = fixture.hold_claim(handler.consumer(), messages[0].id.as_str());
-    let fault = Fault {
+    let fault = Fault::<ThisProject> {
         scenario: format!("claim held by another transaction via {}", inbox.name()),
         step: AFTER_FAULTS,
         rounds: FAULTS,
@@ -236,7 +236,7 @@ pub fn claim_held_elsewhere<S: LocalSubject>(
 /// again, and everything is delivered once more.
 pub fn play_claim_refused<S: LocalSubject>(
     subject: &S,
-    inbox: &dyn InboxUnderTest,
+    inbox: &dyn InboxUnderTest<ThisProject>,
     count: usize,
 ) -> Play<S::State> {
     let _scenario = hangs::scenario(format!(
@@ -249,7 +249,7 @@ pub fn play_claim_refused<S: LocalSubject>(
     let messages = applied_facts(subject, count);
     fixture.refuse_claims(&[messages[0].id.as_str()]);
     let mut worker = inbox.open(&fixture);
-    let fault = Fault {
+    let fault = Fault::<ThisProject> {
         scenario: format!("claim refused by the database via {}", inbox.name()),
         step: AFTER_FAULTS,
         rounds: FAULTS,
@@ -266,7 +266,7 @@ pub fn play_claim_refused<S: LocalSubject>(
 /// once accepted, each message applies once.
 pub fn claim_refused<S: LocalSubject>(
     subject: &S,
-    inbox: &dyn InboxUnderTest,
+    inbox: &dyn InboxUnderTest<ThisProject>,
     count: usize,
 ) -> Result<Play<S::State>, Violation> {
     let play = play_claim_refused(subject, inbox, count);
@@ -283,7 +283,7 @@ pub const AFTER_CONFLICTS: &str = "after a batch that lost every race it was ret
 /// redelivery applies it. `Ok(None)` on a database without such races.
 pub fn conflicts_retried<S: LocalSubject>(
     subject: &S,
-    inbox: &dyn InboxUnderTest,
+    inbox: &dyn InboxUnderTest<ThisProject>,
 ) -> Result<Option<Play<S::State>>, Violation> {
     let _scenario = hangs::scenario(format!(
         "conflicts retried via {}, for `{}`",

@@ -11,7 +11,7 @@
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::fmt::Debug;
 
-use inbox_kit_runtime::handler::{Refused, Subscriber};
+use inbox_kit_runtime::handler::Refused;
 use inbox_kit_runtime::inbox::DeadLetter;
 use inbox_kit_runtime::message::Message;
 use inbox_kit_runtime::pipeline::Summary;
@@ -60,6 +60,9 @@ pub struct Play<E, State> {
     /// What was seen at the end.
     pub observed: Observed<State>,
 }
+
+/// A play of subject `S`: its project's events, its state.
+pub type PlayOf<S> = Play<EventOf<S>, <S as Subject>::State>;
 
 impl<E, State> Play<E, State> {
     /// What was seen at the step named `name`.
@@ -284,8 +287,7 @@ fn once_only<S: Subject>(
         seeded.expect("seed");
         let mut refused = BTreeMap::new();
         for message in messages {
-            let applied = scratch
-                .attempt(&mut |tables| <S::Project as Project>::apply(&handler, tables, message));
+            let applied = scratch.attempt(&mut |tables| handler.apply(tables, message));
             let Err(error) = applied else {
                 continue;
             };

@@ -1,25 +1,40 @@
 //! The parts of a consumer's conformance harness written once for every
 //! project: what a project shows the harness of itself ([`project`]), the
 //! contract of a handler under test ([`subject`]), what "effectively
-//! once" means ([`judge`]), the knobs and
-//! the seeded generator every scenario uses ([`mod@env`]), and handlers
-//! wrapped to fail on purpose ([`faults`]), and the watchdog that turns a
-//! hang into a failure ([`hangs`]).
+//! once" means ([`judge`]), the required delivery schedules
+//! ([`scenarios`]), what they deliver through ([`inboxes`], [`deliver`],
+//! and the statements hand-written inboxes are made of, [`raw`]), the
+//! knobs and the seeded generator every scenario uses ([`mod@env`]),
+//! handlers wrapped to fail on purpose ([`faults`]), and the watchdog that
+//! turns a hang into a failure ([`hangs`]).
 //!
-//! Written for any project's events `E` and tables `T`: a wrapper is a
-//! handler of whatever the handler it wraps handles, so a project's
-//! `Arc<AnyHandler>` wraps into another `Arc<AnyHandler>`.
+//! Written for any [`Project`]: its events, its tables and its registry's
+//! handlers ([`HandlerOf`]). A fault wrapper is a handler of whatever the
+//! handler it wraps handles, so a project's `Arc<AnyHandler>` wraps into
+//! another handler of the same project.
 
+pub mod deliver;
 pub mod env;
 pub mod faults;
 pub mod hangs;
+pub mod inboxes;
 pub mod judge;
 pub mod project;
+pub mod raw;
+pub mod scenarios;
 pub mod subject;
 
-pub use judge::{
-    Expected, Observed, Play, Violation, applied_once_problems, assert_applied_once, distinct,
-    observe, state_against, state_of,
+pub use deliver::{
+    Fault, applied_facts, deliver_all, deliver_mixed, each_at_once, fixture_for, play_through_fault,
 };
-pub use project::{Fixture, Project, Scratch};
+pub use inboxes::{
+    DeadLettersUnderTest, InboxUnderTest, InboxWithLetters, LettersOf, OnPath, Path,
+    RealDeadLetters, RealInbox,
+};
+pub use judge::{
+    Expected, Observed, Play, PlayOf, Violation, applied_once_problems, assert_applied_once,
+    distinct, observe, state_against, state_of,
+};
+pub use project::{AnyHandlerOf, Fixture, HandlerOf, Project, Scratch};
+pub use raw::{Raw, apply_alone};
 pub use subject::{EventOf, Model, Seed, Subject, TablesOf, facts};

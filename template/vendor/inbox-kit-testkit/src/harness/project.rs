@@ -6,33 +6,41 @@
 //! harness (the judge, the subjects' contract) is written against them, so
 //! it lives here, in the kit, while the fixture's SQL stays the project's.
 
-use inbox_kit_runtime::handler::{HandlerError, Subscriber};
-use inbox_kit_runtime::inbox::DeadLetter;
-use inbox_kit_runtime::message::Message;
+use inbox_kit_runtime::handler::{Handler, HandlerError, Registry};
+use inbox_kit_runtime::inbox::{DeadLetter, Policy};
 use inbox_kit_runtime::storage::StorageError;
 
+use super::inboxes::LettersOf;
+use super::raw::Raw;
+
 /// A project as its harness sees it.
-pub trait Project: 'static {
+pub trait Project: Sized + 'static {
     /// The project's events.
-    type Event: Clone + std::fmt::Debug + Send + Sync + 'static;
-    /// One of its handlers, as its registry hands them out (a trait
-    /// object over every table: `dyn for<'t> Handler<Event, dyn Tables + 't>`).
-    type Handler: ?Sized + Subscriber<Self::Event> + 'static;
+    type Event: Clone + PartialEq + std::fmt::Debug + Send + Sync + 'static;
     /// Every handler's tables within one transaction (`dyn Tables + 't`).
     type Tables<'t>: ?Sized;
+    /// The project's registry, as the runtime's inboxes know it: its
+    /// handlers are [`HandlerOf`] the project, each handed every table.
+    type Registry: for<'a> Registry<Event = Self::Event, Handler<'a> = HandlerOf<'a, Self>>;
     /// A fresh database with every table, for one scenario.
     type Fixture: Fixture<Self>;
-
-    /// Applies `message` through `handler` on `tables`.
-    fn apply(
-        handler: &Self::Handler,
-        tables: &mut Self::Tables<'_>,
-        message: &Message<Self::Event>,
-    ) -> Result<(), HandlerError>;
 }
 
+/// A handler of project `P`, borrowing for `'a`: handed every table of the
+/// project, whatever the transaction's lifetime (a project's
+/// `BorrowedHandler<'a>`).
+pub type HandlerOf<'a, P> =
+    dyn for<'t> Handler<<P as Project>::Event, <P as Project>::Tables<'t>> + 'a;
+
+/// A handler of project `P` held for as long as it is needed (a project's
+/// `AnyHandler`).
+pub type AnyHandlerOf<P> = HandlerOf<'static, P>;
+
 /// A project's database as a test fixture: what the judge reads back.
-pub trait Fixture<P: Project + ?Sized>: Sized {
+pub trait Fixture<P: Project>: Sized + Sync {
+    /// A fresh database with every table and nothing in them.
+    fn new() -> Self;
+
     /// Runs `work` on the handlers' tables in a transaction of its own,
     /// committed if `work` succeeds; panics on a storage error.
     fn with_tables<T>(&self, work: impl FnOnce(&mut P::Tables<'_>) -> Result<T, StorageError>)
@@ -47,6 +55,18 @@ pub trait Fixture<P: Project + ?Sized>: Sized {
     /// Failures counted for `consumer` and not yet dead-lettered.
     fn failures_counted(&self, consumer: &str) -> u64;
 
+    /// A new connection driven one statement at a time, for hand-written
+    /// inboxes and for applying a message past the inbox.
+    fn raw(&self) -> Box<dyn Raw<P>>;
+
+    /// A new connection to the project's real inbox, dead-lettering by
+    /// `policy`.
+    fn inbox(&self, policy: Policy) -> LettersOf<P>;
+
+    /// While `on`, every COMMIT on this database fails (a tripwire the
+    /// fixture sets in the database itself).
+    fn fail_commits(&self, on: bool);
+
     /// Runs `work` on the tables of an empty database, in a transaction
     /// that is always rolled back: the once-only route's database.
     fn scratch<T>(work: impl FnOnce(&mut dyn Scratch<P>) -> T) -> T;
@@ -54,7 +74,7 @@ pub trait Fixture<P: Project + ?Sized>: Sized {
 
 /// An empty database's tables, in a transaction that will be rolled back
 /// ([`Fixture::scratch`]).
-pub trait Scratch<P: Project + ?Sized> {
+pub trait Scratch<P: Project> {
     /// Runs `step` under a savepoint: if it returns an error, what it wrote
     /// is rolled back and the rest stays.
     fn attempt(

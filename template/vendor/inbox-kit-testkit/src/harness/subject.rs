@@ -14,7 +14,7 @@ use std::sync::Arc;
 use inbox_kit_runtime::message::{Message, MessageId};
 use inbox_kit_runtime::storage::StorageError;
 
-use super::project::Project;
+use super::project::{AnyHandlerOf, Project};
 
 /// The events of a subject's project.
 pub type EventOf<S> = <<S as Subject>::Project as Project>::Event;
@@ -48,7 +48,7 @@ pub trait Subject: Sync {
     /// The part of the database the handler owns, read back for comparison.
     type State: PartialEq + Debug + Send;
 
-    fn handler(&self) -> Arc<<Self::Project as Project>::Handler>;
+    fn handler(&self) -> Arc<AnyHandlerOf<Self::Project>>;
     /// Business state every scenario starts from (e.g. an account with 1,000).
     fn seed(&self, tables: &mut TablesOf<'_, Self>) -> Result<(), StorageError>;
     /// A new business fact (a new payment, a refund with a refund id of its
@@ -113,12 +113,12 @@ pub fn facts<S: Subject + ?Sized>(
 /// The part of a [`Subject`] that set-up needs, without its state type, so
 /// that subjects of different types can share one fixture.
 pub trait Seed<P: Project> {
-    fn seed_handler(&self) -> Arc<P::Handler>;
+    fn seed_handler(&self) -> Arc<AnyHandlerOf<P>>;
     fn seed_tables(&self, tables: &mut P::Tables<'_>) -> Result<(), StorageError>;
 }
 
 impl<S: Subject> Seed<S::Project> for S {
-    fn seed_handler(&self) -> Arc<<S::Project as Project>::Handler> {
+    fn seed_handler(&self) -> Arc<AnyHandlerOf<S::Project>> {
         self.handler()
     }
     fn seed_tables(&self, tables: &mut TablesOf<'_, S>) -> Result<(), StorageError> {

@@ -1,16 +1,20 @@
 //! The database steps that hand-written inboxes are made of.
 //!
-//! Each database's test support implements [`Raw`]; the known-broken
-//! inboxes in `broken.rs` combine its steps, so that each broken design is
-//! written once and tried on every database.
+//! Each database's fixture implements [`Raw`] on one connection; the
+//! known-broken inboxes combine its steps, so that each broken design is
+//! written once and tried on every database, and the once-only route
+//! applies a message with no inbox at all ([`apply_alone`]).
 
-use {{crate_name}}::handler::HandlerError;
-use {{crate_name}}::handlers::BorrowedHandler;
-use {{crate_name}}::inbox::{DeadLetter, StorageError};
-use {{crate_name}}::message::Message;
+use inbox_kit_runtime::handler::HandlerError;
+use inbox_kit_runtime::inbox::DeadLetter;
+use inbox_kit_runtime::message::Message;
+use inbox_kit_runtime::storage::StorageError;
 
-/// One connection, driven one statement at a time.
-pub trait Raw: Send {
+use super::project::{HandlerOf, Project};
+
+/// One connection to a database of project `P`, driven one statement at a
+/// time.
+pub trait Raw<P: Project>: Send {
     /// Begins a transaction that will write (on SQLite, `BEGIN IMMEDIATE`).
     fn begin(&mut self) -> Result<(), StorageError>;
     fn commit(&mut self) -> Result<(), StorageError>;
@@ -24,15 +28,15 @@ pub trait Raw: Send {
     /// Runs the handler on the tables, in whatever transaction is open.
     fn apply(
         &mut self,
-        handler: &BorrowedHandler<'_>,
-        message: &Message,
+        handler: &HandlerOf<'_, P>,
+        message: &Message<P::Event>,
     ) -> Result<(), HandlerError>;
     /// Runs a handler's set-based path (it must have one) on the tables,
     /// in whatever transaction is open.
     fn apply_all(
         &mut self,
-        handler: &BorrowedHandler<'_>,
-        messages: &[&Message],
+        handler: &HandlerOf<'_, P>,
+        messages: &[&Message<P::Event>],
     ) -> Result<(), HandlerError>;
     /// Runs statements that take no parameters and return no rows
     /// (`SAVEPOINT s`, `ROLLBACK TO SAVEPOINT s`).
@@ -54,18 +58,15 @@ pub trait Raw: Send {
     fn delete_inbox_row(&mut self, consumer: &str, id: &str) -> Result<(), StorageError>;
     /// Deletes the dead letter of (consumer, id).
     fn delete_dead_letter(&mut self, consumer: &str, id: &str) -> Result<(), StorageError>;
-    /// Deletes the outbox row of `event_id` on `channel` (what a broken
-    /// relay does with a notification it cannot send).
-    fn delete_notification(&mut self, event_id: &str, channel: &str) -> Result<(), StorageError>;
 }
 
 /// Applies `message` straight through its handler in a transaction of its
 /// own, with no inbox: how the oracle applies each message once, and how a
 /// test delivers a repeat *past* the inbox.
-pub fn apply_alone(
-    raw: &mut dyn Raw,
-    handler: &BorrowedHandler<'_>,
-    message: &Message,
+pub fn apply_alone<P: Project>(
+    raw: &mut dyn Raw<P>,
+    handler: &HandlerOf<'_, P>,
+    message: &Message<P::Event>,
 ) -> Result<(), HandlerError> {
     raw.begin()?;
     match raw.apply(handler, message) {

@@ -1,32 +1,51 @@
 //! What the scenarios deliver through: an inbox under test (the real one,
 //! or a known-broken one), and one with its dead letters for the poison
-//! scenario.
+//! scenarios.
+//!
+//! The real inbox is taken every way it can apply a batch: one delivery
+//! per transaction or sixteen, and, for a handler with a set-based path,
+//! on that path or on the fallback it takes when the path fails (every
+//! set-based attempt then writes everything and fails, so the inbox must
+//! roll it all back and apply each delivery alone).
 
-use {{crate_name}}::event::Event;
-use {{crate_name}}::handler::{Handler, HandlerError, SetBased, Subscriber};
-use {{crate_name}}::handlers::{BorrowedHandler, Handlers, Tables};
-use {{crate_name}}::inbox::{
-    DeadLetter, DeadLetters, Delivery, Inbox, Outcome, Policy, StorageError,
-};
-use {{crate_name}}::message::Message;
+use inbox_kit_runtime::delivery::{DeadLetters, Delivery, Inbox};
+use inbox_kit_runtime::handler::{Handler, HandlerError, SetBased, Subscriber};
+use inbox_kit_runtime::inbox::{DeadLetter, Outcome, Policy};
+use inbox_kit_runtime::message::Message;
+use inbox_kit_runtime::storage::StorageError;
 
-use crate::support::database::Fixture;
+use super::project::{Fixture, HandlerOf, Project};
+
+/// An inbox together with its dead letters (what the real inbox is).
+pub trait InboxWithLetters<R: inbox_kit_runtime::handler::Registry>:
+    Inbox<R> + DeadLetters<R>
+{
+}
+
+impl<R: inbox_kit_runtime::handler::Registry, T: Inbox<R> + DeadLetters<R> + ?Sized>
+    InboxWithLetters<R> for T
+{
+}
+
+/// An inbox of project `P` with its dead letters, boxed.
+pub type LettersOf<P> = Box<dyn InboxWithLetters<<P as Project>::Registry>>;
 
 /// An inbox implementation under test: the real one, or a broken one.
-pub trait InboxUnderTest: Sync {
+pub trait InboxUnderTest<P: Project>: Sync {
     /// A name unique among all inboxes under test (the restart scenario
     /// finds the inbox again by it in its second process).
     fn name(&self) -> String;
     /// Changes a fresh database before use, for implementations that need
     /// a schema of their own. The real schema is already in place.
-    fn prepare(&self, _fixture: &Fixture) {}
+    fn prepare(&self, _fixture: &P::Fixture) {}
     /// A new connection for one worker.
-    fn open(&self, fixture: &Fixture) -> Box<dyn Inbox<Handlers>>;
+    fn open(&self, fixture: &P::Fixture) -> Box<dyn Inbox<P::Registry>>;
 }
 
-/// The inbox this crate ships, delivering `batch_size` messages per
+/// The inbox the project ships, delivering `batch_size` messages per
 /// transaction and dead-lettering a message after `max_attempts` failures,
 /// its handlers' set-based paths taken or failing on purpose.
+#[derive(Clone, Copy, Debug)]
 pub struct RealInbox {
     pub batch_size: usize,
     pub max_attempts: u32,
@@ -73,9 +92,24 @@ impl RealInbox {
             ..self
         }
     }
+
+    /// A new connection for one worker, on a fixture of whichever project
+    /// (what [`InboxUnderTest::open`] does, without naming the project).
+    pub fn open<P: Project>(&self, fixture: &impl Fixture<P>) -> Box<dyn Inbox<P::Registry>> {
+        let policy = Policy {
+            max_attempts: self.max_attempts,
+        };
+        Box::new(Batching {
+            inner: OnPath::<P> {
+                inner: fixture.inbox(policy),
+                path: self.path,
+            },
+            batch_size: self.batch_size,
+        })
+    }
 }
 
-impl InboxUnderTest for RealInbox {
+impl<P: Project> InboxUnderTest<P> for RealInbox {
     fn name(&self) -> String {
         format!(
             "real inbox, batches of {}, {} attempts, {:?} path",
@@ -83,17 +117,8 @@ impl InboxUnderTest for RealInbox {
         )
     }
 
-    fn open(&self, fixture: &Fixture) -> Box<dyn Inbox<Handlers>> {
-        let policy = Policy {
-            max_attempts: self.max_attempts,
-        };
-        Box::new(Batching {
-            inner: OnPath {
-                inner: fixture.inbox(policy),
-                path: self.path,
-            },
-            batch_size: self.batch_size,
-        })
+    fn open(&self, fixture: &P::Fixture) -> Box<dyn Inbox<P::Registry>> {
+        RealInbox::open(self, fixture)
     }
 }
 
@@ -103,8 +128,8 @@ struct Batching<I> {
     batch_size: usize,
 }
 
-impl<I: Inbox<Handlers>> Inbox<Handlers> for Batching<I> {
-    fn deliver_batch(&mut self, batch: &[Delivery<'_>]) -> Result<Vec<Outcome>, StorageError> {
+impl<R: inbox_kit_runtime::handler::Registry, I: Inbox<R>> Inbox<R> for Batching<I> {
+    fn deliver_batch(&mut self, batch: &[Delivery<'_, R>]) -> Result<Vec<Outcome>, StorageError> {
         let mut outcomes = Vec::with_capacity(batch.len());
         for chunk in batch.chunks(self.batch_size) {
             outcomes.extend(self.inner.deliver_batch(chunk)?);
@@ -113,24 +138,27 @@ impl<I: Inbox<Handlers>> Inbox<Handlers> for Batching<I> {
     }
 }
 
-/// An inbox whose deliveries take `path`.
-pub struct OnPath<I: ?Sized> {
-    pub inner: Box<I>,
+/// An inbox of project `P` whose deliveries take `path`.
+pub struct OnPath<P: Project> {
+    pub inner: LettersOf<P>,
     pub path: Path,
 }
 
-impl<I: InboxWithLetters + ?Sized> Inbox<Handlers> for OnPath<I> {
-    fn deliver_batch(&mut self, batch: &[Delivery<'_>]) -> Result<Vec<Outcome>, StorageError> {
+impl<P: Project> Inbox<P::Registry> for OnPath<P> {
+    fn deliver_batch(
+        &mut self,
+        batch: &[Delivery<'_, P::Registry>],
+    ) -> Result<Vec<Outcome>, StorageError> {
         if self.path == Path::SetBased {
             return self.inner.deliver_batch(batch);
         }
-        let failing: Vec<FailsSetBased<'_>> =
+        let failing: Vec<FailsSetBased<'_, P>> =
             batch.iter().map(|d| FailsSetBased(d.handler)).collect();
-        let deliveries: Vec<Delivery<'_>> = batch
+        let deliveries: Vec<Delivery<'_, P::Registry>> = batch
             .iter()
             .zip(&failing)
             .map(|(delivery, handler)| Delivery {
-                handler,
+                handler: handler as &HandlerOf<'_, P>,
                 ..*delivery
             })
             .collect();
@@ -138,7 +166,7 @@ impl<I: InboxWithLetters + ?Sized> Inbox<Handlers> for OnPath<I> {
     }
 }
 
-impl<I: InboxWithLetters + ?Sized> DeadLetters<Handlers> for OnPath<I> {
+impl<P: Project> DeadLetters<P::Registry> for OnPath<P> {
     fn dead_letters(&mut self) -> Result<Vec<DeadLetter>, StorageError> {
         self.inner.dead_letters()
     }
@@ -147,49 +175,56 @@ impl<I: InboxWithLetters + ?Sized> DeadLetters<Handlers> for OnPath<I> {
         self.inner.failures(consumer, message_id)
     }
 
-    fn redrive(
+    fn redrive<'a>(
         &mut self,
-        handler: &BorrowedHandler<'_>,
-        message: &Message,
+        handler: &'a HandlerOf<'a, P>,
+        message: &'a Message<P::Event>,
     ) -> Result<Outcome, StorageError> {
         match self.path {
             Path::SetBased => self.inner.redrive(handler, message),
-            Path::Fallback => self.inner.redrive(&FailsSetBased(handler), message),
+            Path::Fallback => {
+                let failing = FailsSetBased::<P>(handler);
+                self.inner.redrive(&failing as &HandlerOf<'_, P>, message)
+            }
         }
     }
 }
 
 /// A handler whose set-based path (if it has one) writes everything and
 /// then fails.
-struct FailsSetBased<'a>(&'a BorrowedHandler<'a>);
+struct FailsSetBased<'a, P: Project>(&'a HandlerOf<'a, P>);
 
-impl Subscriber<Event> for FailsSetBased<'_> {
+impl<P: Project> Subscriber<P::Event> for FailsSetBased<'_, P> {
     fn consumer(&self) -> &'static str {
         self.0.consumer()
     }
 
-    fn subscribes_to(&self, event: &Event) -> bool {
+    fn subscribes_to(&self, event: &P::Event) -> bool {
         self.0.subscribes_to(event)
     }
 }
 
-impl<'t> Handler<Event, dyn Tables + 't> for FailsSetBased<'_> {
-    fn apply(&self, tables: &mut (dyn Tables + 't), message: &Message) -> Result<(), HandlerError> {
+impl<'t, P: Project> Handler<P::Event, P::Tables<'t>> for FailsSetBased<'_, P> {
+    fn apply(
+        &self,
+        tables: &mut P::Tables<'t>,
+        message: &Message<P::Event>,
+    ) -> Result<(), HandlerError> {
         self.0.apply(tables, message)
     }
 
-    fn set_based(&self) -> Option<&dyn SetBased<Event, dyn Tables + 't>> {
+    fn set_based(&self) -> Option<&dyn SetBased<P::Event, P::Tables<'t>>> {
         self.0
             .set_based()
-            .map(|_| self as &dyn SetBased<Event, dyn Tables + 't>)
+            .map(|_| self as &dyn SetBased<P::Event, P::Tables<'t>>)
     }
 }
 
-impl<'t> SetBased<Event, dyn Tables + 't> for FailsSetBased<'_> {
+impl<'t, P: Project> SetBased<P::Event, P::Tables<'t>> for FailsSetBased<'_, P> {
     fn apply_all(
         &self,
-        tables: &mut (dyn Tables + 't),
-        messages: &[&Message],
+        tables: &mut P::Tables<'t>,
+        messages: &[&Message<P::Event>],
     ) -> Result<(), HandlerError> {
         let real = self.0.set_based().expect("only asked when it has one");
         real.apply_all(tables, messages)?;
@@ -197,20 +232,16 @@ impl<'t> SetBased<Event, dyn Tables + 't> for FailsSetBased<'_> {
     }
 }
 
-/// An inbox together with its dead letters (what the real inbox is).
-pub trait InboxWithLetters: Inbox<Handlers> + DeadLetters<Handlers> {}
-
-impl<T: Inbox<Handlers> + DeadLetters<Handlers> + ?Sized> InboxWithLetters for T {}
-
-/// An inbox and its dead letters under test, for the poison scenario: the
+/// An inbox and its dead letters under test, for the poison scenarios: the
 /// real one, or a broken one.
-pub trait DeadLettersUnderTest: Sync {
+pub trait DeadLettersUnderTest<P: Project>: Sync {
     fn name(&self) -> String;
     /// A new connection, dead-lettering by `policy`.
-    fn open(&self, fixture: &Fixture, policy: Policy) -> Box<dyn InboxWithLetters>;
+    fn open(&self, fixture: &P::Fixture, policy: Policy) -> LettersOf<P>;
 }
 
-/// The inbox this crate ships, dead letters and all, on `0`'s path.
+/// The inbox the project ships, dead letters and all, on `0`'s path.
+#[derive(Clone, Copy, Debug)]
 pub struct RealDeadLetters(pub Path);
 
 impl RealDeadLetters {
@@ -218,12 +249,12 @@ impl RealDeadLetters {
     pub const ALL: [Self; 2] = [Self(Path::SetBased), Self(Path::Fallback)];
 }
 
-impl DeadLettersUnderTest for RealDeadLetters {
+impl<P: Project> DeadLettersUnderTest<P> for RealDeadLetters {
     fn name(&self) -> String {
         format!("real inbox, {:?} path", self.0)
     }
-    fn open(&self, fixture: &Fixture, policy: Policy) -> Box<dyn InboxWithLetters> {
-        Box::new(OnPath {
+    fn open(&self, fixture: &P::Fixture, policy: Policy) -> LettersOf<P> {
+        Box::new(OnPath::<P> {
             inner: fixture.inbox(policy),
             path: self.0,
         })

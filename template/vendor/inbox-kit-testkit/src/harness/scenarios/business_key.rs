@@ -16,14 +16,15 @@
 //!   a handler keyed on the message id where its business id lives in the
 //!   payload (a refund id) is caught.
 
-use {{crate_name}}::message::{Message, MessageId};
-use {{crate_name}}::pipeline::Summary;
+use inbox_kit_runtime::message::{Message, MessageId};
+use inbox_kit_runtime::pipeline::Summary;
 
-use super::deliver_all;
-use crate::support::harness::{
-    Expected, InboxUnderTest, LocalSubject, Play, Violation, facts, fixture_for, hangs, observe,
+use crate::harness::apply_alone;
+use crate::harness::deliver_all;
+use crate::harness::{
+    EventOf, Expected, Fixture, InboxUnderTest, Play, PlayOf, Subject, Violation, facts,
+    fixture_for, hangs, observe,
 };
-use crate::support::raw::apply_alone;
 
 /// The step observed after the deliveries through the inbox.
 pub const THROUGH_THE_INBOX: &str = "after the deliveries through the inbox";
@@ -34,11 +35,11 @@ pub const AFTER_RESENDS: &str = "after a resend of each message past the inbox";
 /// The prefix of the ids repeats are sent under.
 const REPEAT: &str = "repeat-of-";
 
-pub fn play_business_key<S: LocalSubject>(
+pub fn play_business_key<S: Subject>(
     subject: &S,
-    inbox: &dyn InboxUnderTest,
+    inbox: &dyn InboxUnderTest<S::Project>,
     count: usize,
-) -> Play<S::State> {
+) -> PlayOf<S> {
     let _scenario = hangs::scenario(format!(
         "business key via {}, for `{}`",
         inbox.name(),
@@ -73,7 +74,7 @@ pub fn play_business_key<S: LocalSubject>(
 
 /// Each fact of `messages` again under a new id, where the subject has a
 /// business key of its own.
-fn repeats<S: LocalSubject>(subject: &S, messages: &[Message]) -> Vec<Message> {
+fn repeats<S: Subject>(subject: &S, messages: &[Message<EventOf<S>>]) -> Vec<Message<EventOf<S>>> {
     messages
         .iter()
         .filter_map(|message| {
@@ -83,11 +84,11 @@ fn repeats<S: LocalSubject>(subject: &S, messages: &[Message]) -> Vec<Message> {
         .collect()
 }
 
-pub fn business_key<S: LocalSubject>(
+pub fn business_key<S: Subject>(
     subject: &S,
-    inbox: &dyn InboxUnderTest,
+    inbox: &dyn InboxUnderTest<S::Project>,
     count: usize,
-) -> Result<Play<S::State>, Violation> {
+) -> Result<PlayOf<S>, Violation> {
     let play = play_business_key(subject, inbox, count);
     let expected = Expected::of(subject, &play.messages)?;
     let refused = expected.model.refused.len() as u64;

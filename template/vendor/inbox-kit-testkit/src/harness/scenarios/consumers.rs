@@ -4,19 +4,19 @@
 //! message once: the inbox key is (consumer, message id), not the message
 //! id alone, in a batch as much as across batches.
 
-use super::deliver_mixed;
-use crate::support::harness::{
-    InboxUnderTest, LocalSubject, Play, Subject, Violation, facts, fixture_for, hangs, observe,
+use crate::harness::deliver_mixed;
+use crate::harness::{
+    InboxUnderTest, Play, PlayOf, Subject, Violation, facts, fixture_for, hangs, observe,
 };
 
 /// A play for each of the two consumers.
-pub type BothPlays<A, B> = (Play<<A as Subject>::State>, Play<<B as Subject>::State>);
+pub type BothPlays<A, B> = (PlayOf<A>, PlayOf<B>);
 
 /// One play per consumer. Both see `first`'s messages.
-pub fn play_both_consumers<A: LocalSubject, B: LocalSubject>(
+pub fn play_both_consumers<A: Subject, B: Subject<Project = A::Project>>(
     first: &A,
     second: &B,
-    inbox: &dyn InboxUnderTest,
+    inbox: &dyn InboxUnderTest<A::Project>,
     count: usize,
 ) -> BothPlays<A, B> {
     let _scenario = hangs::scenario(format!(
@@ -59,10 +59,10 @@ pub fn play_both_consumers<A: LocalSubject, B: LocalSubject>(
 }
 
 /// Judged: each consumer's play must pass on its own.
-pub fn both_consumers<A: LocalSubject, B: LocalSubject>(
+pub fn both_consumers<A: Subject, B: Subject<Project = A::Project>>(
     first: &A,
     second: &B,
-    inbox: &dyn InboxUnderTest,
+    inbox: &dyn InboxUnderTest<A::Project>,
     count: usize,
 ) -> Result<BothPlays<A, B>, Violation> {
     let (play_a, play_b) = play_both_consumers(first, second, inbox, count);

@@ -6,22 +6,22 @@
 //! reports the whole run applied shows up here: the failing message
 //! counted as applied, with an inbox row and no effect.
 
-use crate::support::harness::{
-    Expected, InboxUnderTest, LocalSubject, Play, Violation, deliver_all, facts, fixture_for,
+use crate::harness::{
+    Expected, InboxUnderTest, Play, PlayOf, Subject, Violation, deliver_all, facts, fixture_for,
     hangs, observe,
 };
-use {{crate_name}}::message::MessageId;
-use {{crate_name}}::pipeline::Summary;
+use inbox_kit_runtime::message::MessageId;
+use inbox_kit_runtime::pipeline::Summary;
 
 /// Facts in the batch, and where among them the one that cannot apply is.
 const FACTS: usize = 10;
 const CANNOT_APPLY_AT: usize = 3;
 
 /// Judged; `Ok(None)` for a subject with no fact it cannot apply.
-pub fn cannot_apply<S: LocalSubject>(
+pub fn cannot_apply<S: Subject>(
     subject: &S,
-    inbox: &dyn InboxUnderTest,
-) -> Result<Option<Play<S::State>>, Violation> {
+    inbox: &dyn InboxUnderTest<S::Project>,
+) -> Result<Option<PlayOf<S>>, Violation> {
     let _scenario = hangs::scenario(format!(
         "cannot apply via {}, for `{}`",
         inbox.name(),

@@ -4,11 +4,12 @@
 //! each be applied; an inbox that folds, trims, normalizes or truncates ids
 //! merges them and loses messages.
 
-use {{crate_name}}::message::{MAX_MESSAGE_ID_BYTES, Message, MessageId};
+use inbox_kit_runtime::message::{MAX_MESSAGE_ID_BYTES, Message, MessageId};
 
-use super::deliver_all;
-use crate::support::harness::{
-    InboxUnderTest, LocalSubject, Play, Violation, fixture_for, hangs, observe,
+use crate::harness::EventOf;
+use crate::harness::deliver_all;
+use crate::harness::{
+    InboxUnderTest, Play, PlayOf, Subject, Violation, fixture_for, hangs, observe,
 };
 
 /// Ids that are all different, byte for byte, though a careless inbox would
@@ -31,7 +32,10 @@ pub fn tricky_ids() -> Vec<String> {
 
 /// A new fact of the subject under each of the [`tricky_ids`], delivered
 /// twice.
-pub fn play_exact_ids<S: LocalSubject>(subject: &S, inbox: &dyn InboxUnderTest) -> Play<S::State> {
+pub fn play_exact_ids<S: Subject>(
+    subject: &S,
+    inbox: &dyn InboxUnderTest<S::Project>,
+) -> PlayOf<S> {
     let _scenario = hangs::scenario(format!(
         "exact ids via {}, for `{}`",
         inbox.name(),
@@ -40,7 +44,7 @@ pub fn play_exact_ids<S: LocalSubject>(subject: &S, inbox: &dyn InboxUnderTest) 
     let fixture = fixture_for(inbox, &[subject]);
     let handler = subject.handler();
     let ids = tricky_ids();
-    let messages: Vec<Message> = ids
+    let messages: Vec<Message<EventOf<S>>> = ids
         .into_iter()
         .enumerate()
         .map(|(n, id)| subject.fact(MessageId::new(id).expect("a valid id"), n))
@@ -58,9 +62,9 @@ pub fn play_exact_ids<S: LocalSubject>(subject: &S, inbox: &dyn InboxUnderTest) 
     }
 }
 
-pub fn exact_ids<S: LocalSubject>(
+pub fn exact_ids<S: Subject>(
     subject: &S,
-    inbox: &dyn InboxUnderTest,
-) -> Result<Play<S::State>, Violation> {
+    inbox: &dyn InboxUnderTest<S::Project>,
+) -> Result<PlayOf<S>, Violation> {
     play_exact_ids(subject, inbox).judge(subject)
 }

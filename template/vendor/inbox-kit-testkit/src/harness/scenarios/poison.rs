@@ -8,18 +8,20 @@
 
 use std::collections::HashSet;
 
-use {{crate_name}}::envelope::Wire;
-use {{crate_name}}::event::Event;
-use {{crate_name}}::handlers::Handlers;
-use {{crate_name}}::inbox::{DeadLetters, Delivery, Outcome, Policy};
-use {{crate_name}}::message::Message;
-use {{crate_name}}::pipeline::Summary;
+use inbox_kit_runtime::delivery::{DeadLetters, Delivery};
+use inbox_kit_runtime::envelope::Wire;
+use inbox_kit_runtime::handler::{Registry, Subscriber};
+use inbox_kit_runtime::inbox::{Outcome, Policy};
+use inbox_kit_runtime::message::Message;
+use inbox_kit_runtime::pipeline::Summary;
 
-use super::{applied_facts, deliver_all};
-use crate::support::harness::{
-    DeadLettersUnderTest, Expected, FailFor, LocalSubject, Play, RealInbox, Violation, facts,
+use crate::harness::EventOf;
+use crate::harness::faults::FailFor;
+use crate::harness::{
+    DeadLettersUnderTest, Expected, Play, PlayOf, RealInbox, Subject, Violation, facts,
     fixture_for, hangs, observe,
 };
+use crate::harness::{applied_facts, deliver_all};
 
 /// Failures after which the scenario's poison message is dead-lettered.
 pub const MAX_ATTEMPTS: u32 = 3;
@@ -31,10 +33,10 @@ pub const REDELIVERED: &str = "after a redelivery of everything";
 /// The step observed after a redrive that failed again.
 pub const FAILED_REDRIVE: &str = "after a redrive that failed again";
 
-pub fn play_dead_letters<S: LocalSubject>(
+pub fn play_dead_letters<S: Subject>(
     subject: &S,
-    letters: &dyn DeadLettersUnderTest,
-) -> (Play<S::State>, [Outcome; 2], Vec<u32>) {
+    letters: &dyn DeadLettersUnderTest<S::Project>,
+) -> (PlayOf<S>, [Outcome; 2], Vec<u32>) {
     let _scenario = hangs::scenario(format!(
         "dead letters via {}, for `{}`",
         letters.name(),
@@ -83,10 +85,10 @@ pub fn play_dead_letters<S: LocalSubject>(
     (play, [still_failing, fixed], counted)
 }
 
-fn redrive(
-    inbox: &mut dyn DeadLetters<Handlers>,
-    handler: &{{crate_name}}::handlers::BorrowedHandler<'_>,
-    message: &Message,
+fn redrive<'a, R: Registry>(
+    inbox: &mut dyn DeadLetters<R>,
+    handler: &'a R::Handler<'a>,
+    message: &'a Message<R::Event>,
 ) -> Outcome {
     let _waiting = hangs::waiting(format!(
         "redriving {} to `{}`",
@@ -99,13 +101,16 @@ fn redrive(
 }
 
 /// Judged: see the module's comment, step by step.
-pub fn dead_letters<S: LocalSubject>(
+pub fn dead_letters<S: Subject>(
     subject: &S,
-    letters: &dyn DeadLettersUnderTest,
-) -> Result<Play<S::State>, Violation> {
+    letters: &dyn DeadLettersUnderTest<S::Project>,
+) -> Result<PlayOf<S>, Violation>
+where
+    EventOf<S>: Wire,
+{
     let (play, [still_failing, fixed], counted) = play_dead_letters(subject, letters);
     let poison = &play.messages[1];
-    let healthy: Vec<Message> = play
+    let healthy: Vec<Message<EventOf<S>>> = play
         .messages
         .iter()
         .filter(|message| message.id != poison.id)
@@ -140,8 +145,8 @@ pub fn dead_letters<S: LocalSubject>(
             let (event_type, payload) = poison.event.encode();
             let same_message = letter.message_id == poison.id.as_str()
                 && letter.event_type == event_type
-                && Event::decode(&letter.event_type, &letter.payload).ok()
-                    == Event::decode(event_type, &payload).ok();
+                && EventOf::<S>::decode(&letter.event_type, &letter.payload).ok()
+                    == EventOf::<S>::decode(event_type, &payload).ok();
             if !same_message || letter.refused || letter.attempts != MAX_ATTEMPTS {
                 problems.push(format!(
                     "the dead letter {letter:?} is not the poison message {} with {MAX_ATTEMPTS} attempts",
@@ -220,10 +225,10 @@ pub const CRASH_LOOPED: &str = "after deliveries that no attempt ever finished";
 /// `max_attempts` times still runs its handler and applies; one delivered
 /// once more is parked as a dead letter, with its inbox row, without
 /// running its handler again. Both are duplicates afterwards.
-pub fn crash_loop<S: LocalSubject>(
+pub fn crash_loop<S: Subject>(
     subject: &S,
-    letters: &dyn DeadLettersUnderTest,
-) -> Result<Play<S::State>, Violation> {
+    letters: &dyn DeadLettersUnderTest<S::Project>,
+) -> Result<PlayOf<S>, Violation> {
     let _scenario = hangs::scenario(format!(
         "crash loop via {}, for `{}`",
         letters.name(),
@@ -324,10 +329,10 @@ pub fn crash_loop<S: LocalSubject>(
 /// (its next delivery is a duplicate). The messages before it in the
 /// subject's facts apply meanwhile. A subject that refuses none of its
 /// facts has nothing to show here: `Ok(None)`.
-pub fn refused_after_a_failure<S: LocalSubject>(
+pub fn refused_after_a_failure<S: Subject>(
     subject: &S,
-    letters: &dyn DeadLettersUnderTest,
-) -> Result<Option<Play<S::State>>, Violation> {
+    letters: &dyn DeadLettersUnderTest<S::Project>,
+) -> Result<Option<PlayOf<S>>, Violation> {
     let _scenario = hangs::scenario(format!(
         "refused after a failure via {}, for `{}`",
         letters.name(),

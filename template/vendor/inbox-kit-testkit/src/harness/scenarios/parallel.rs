@@ -6,13 +6,14 @@
 use std::sync::Barrier;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use {{crate_name}}::message::Message;
-use {{crate_name}}::pipeline::Summary;
+use inbox_kit_runtime::message::Message;
+use inbox_kit_runtime::pipeline::Summary;
 
-use super::deliver_all;
-use crate::support::harness::{
-    Expected, InboxUnderTest, LocalSubject, Play, Violation, env_number, facts, fixture_for, hangs,
-    observe,
+use crate::harness::EventOf;
+use crate::harness::deliver_all;
+use crate::harness::env::env_number;
+use crate::harness::{
+    Expected, InboxUnderTest, Play, PlayOf, Subject, Violation, facts, fixture_for, hangs, observe,
 };
 
 /// Rounds the judged parallel scenario plays at least, unless
@@ -42,12 +43,12 @@ pub const MAX_ROUNDS: usize = 100;
 /// One round on a fresh database: `workers` threads, each on its own
 /// connection, deliver the same messages in the same order, meeting at a
 /// barrier before each slice.
-pub fn play_parallel<S: LocalSubject>(
+pub fn play_parallel<S: Subject>(
     subject: &S,
-    inbox: &dyn InboxUnderTest,
+    inbox: &dyn InboxUnderTest<S::Project>,
     workers: usize,
     count: usize,
-) -> Play<S::State> {
+) -> PlayOf<S> {
     play_rounds(subject, inbox, workers, count, SLICE, 1, 0)
 }
 
@@ -56,27 +57,27 @@ pub fn play_parallel<S: LocalSubject>(
 /// start, then each delivers all `count` messages without waiting for the
 /// others. For comparing with that reference; the required test meets
 /// before every slice, which races more and costs more.
-pub fn play_parallel_meeting_once<S: LocalSubject>(
+pub fn play_parallel_meeting_once<S: Subject>(
     subject: &S,
-    inbox: &dyn InboxUnderTest,
+    inbox: &dyn InboxUnderTest<S::Project>,
     workers: usize,
     count: usize,
-) -> Play<S::State> {
+) -> PlayOf<S> {
     play_rounds(subject, inbox, workers, count, count.max(1), 1, 0)
 }
 
 /// At least `rounds` rounds on one database, each on its own message ids,
 /// and more until `raced_slices` slices raced (or [`MAX_ROUNDS`]); the
 /// workers meet before every `slice` messages.
-fn play_rounds<S: LocalSubject>(
+fn play_rounds<S: Subject>(
     subject: &S,
-    inbox: &dyn InboxUnderTest,
+    inbox: &dyn InboxUnderTest<S::Project>,
     workers: usize,
     count: usize,
     slice: usize,
     rounds: usize,
     raced_slices: usize,
-) -> Play<S::State> {
+) -> PlayOf<S> {
     let _scenario = hangs::scenario(format!(
         "parallel {workers}x{count} via {}, for `{}`",
         inbox.name(),
@@ -157,11 +158,11 @@ fn numbered(rounds: usize, raced_slices: usize, round: usize) -> Option<usize> {
 
 /// New facts for one round, under ids prefixed with the round's number so
 /// that rounds never overlap (a lone round's are the plain `m-...`).
-fn round_messages<S: LocalSubject>(
+fn round_messages<S: Subject>(
     subject: &S,
     count: usize,
     round: Option<usize>,
-) -> Vec<Message> {
+) -> Vec<Message<EventOf<S>>> {
     let prefix = round.map_or_else(|| "m-".to_owned(), |round| format!("r{round}-m-"));
     facts(subject, &prefix, count)
 }
@@ -177,12 +178,12 @@ fn round_messages<S: LocalSubject>(
 /// most of a round waiting for each other and for the server, and the
 /// stress loop repeats this scenario thousands of times. A play that needed
 /// more rounds is judged afresh, on every message it played.
-pub fn parallel<S: LocalSubject>(
+pub fn parallel<S: Subject>(
     subject: &S,
-    inbox: &dyn InboxUnderTest,
+    inbox: &dyn InboxUnderTest<S::Project>,
     workers: usize,
     count: usize,
-) -> Result<Play<S::State>, Violation> {
+) -> Result<PlayOf<S>, Violation> {
     let rounds = env_number("PARALLEL_ROUNDS", PARALLEL_ROUNDS as u64).max(1) as usize;
     let raced = env_number("PARALLEL_RACED_SLICES", RACED_SLICES as u64) as usize;
     parallel_judged(subject, inbox, workers, count, rounds, raced)
@@ -190,15 +191,15 @@ pub fn parallel<S: LocalSubject>(
 
 /// [`parallel`] with its rounds given: at least `rounds`, and more until
 /// `raced` slices raced. `(1, 0)` is one iteration of the stress loop.
-pub fn parallel_judged<S: LocalSubject>(
+pub fn parallel_judged<S: Subject>(
     subject: &S,
-    inbox: &dyn InboxUnderTest,
+    inbox: &dyn InboxUnderTest<S::Project>,
     workers: usize,
     count: usize,
     rounds: usize,
     raced: usize,
-) -> Result<Play<S::State>, Violation> {
-    let planned: Vec<Message> = (1..=rounds)
+) -> Result<PlayOf<S>, Violation> {
+    let planned: Vec<Message<EventOf<S>>> = (1..=rounds)
         .flat_map(|round| round_messages(subject, count, numbered(rounds, raced, round)))
         .collect();
     std::thread::scope(|scope| {

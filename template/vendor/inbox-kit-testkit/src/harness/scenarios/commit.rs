@@ -3,21 +3,21 @@
 //! consumer acknowledges), nothing may be stored, and the redelivery
 //! applies every message once.
 
-use super::{Fault, play_through_fault};
-use crate::support::harness::{
-    Expected, InboxUnderTest, LocalSubject, Play, Violation, facts, fixture_for, hangs,
+use crate::harness::{
+    Expected, InboxUnderTest, PlayOf, Subject, Violation, facts, fixture_for, hangs,
 };
+use crate::harness::{Fault, Fixture, play_through_fault};
 
 /// The step observed after the deliveries whose commit failed.
 pub const COMMIT_FAILED: &str = "after the failed commit";
 
 /// The first round's commit fails (the fixture's tripwire), the second's
 /// succeeds. The play's end counts the second round only.
-pub fn play_failed_commit<S: LocalSubject>(
+pub fn play_failed_commit<S: Subject>(
     subject: &S,
-    inbox: &dyn InboxUnderTest,
+    inbox: &dyn InboxUnderTest<S::Project>,
     count: usize,
-) -> Play<S::State> {
+) -> PlayOf<S> {
     let _scenario = hangs::scenario(format!(
         "failed commit via {}, for `{}`",
         inbox.name(),
@@ -27,7 +27,7 @@ pub fn play_failed_commit<S: LocalSubject>(
     let handler = subject.handler();
     let mut worker = inbox.open(&fixture);
     fixture.fail_commits(true);
-    let fault = Fault {
+    let fault = Fault::<S::Project> {
         scenario: format!("failed commit via {}", inbox.name()),
         step: COMMIT_FAILED,
         rounds: 1,
@@ -39,11 +39,11 @@ pub fn play_failed_commit<S: LocalSubject>(
     })
 }
 
-pub fn failed_commit<S: LocalSubject>(
+pub fn failed_commit<S: Subject>(
     subject: &S,
-    inbox: &dyn InboxUnderTest,
+    inbox: &dyn InboxUnderTest<S::Project>,
     count: usize,
-) -> Result<Play<S::State>, Violation> {
+) -> Result<PlayOf<S>, Violation> {
     let play = play_failed_commit(subject, inbox, count);
     let failed = play.step(COMMIT_FAILED);
     let mut problems = Expected::of(subject, &[])?.problems(&failed.state, &failed.refused());

@@ -1,16 +1,16 @@
 //! **Run twice**: one worker delivers every message, then all of them
 //! again.
 
-use super::deliver_all;
-use crate::support::harness::{
-    InboxUnderTest, LocalSubject, Play, Violation, facts, fixture_for, hangs, observe,
+use crate::harness::deliver_all;
+use crate::harness::{
+    InboxUnderTest, Play, PlayOf, Subject, Violation, facts, fixture_for, hangs, observe,
 };
 
-pub fn play_run_twice<S: LocalSubject>(
+pub fn play_run_twice<S: Subject>(
     subject: &S,
-    inbox: &dyn InboxUnderTest,
+    inbox: &dyn InboxUnderTest<S::Project>,
     count: usize,
-) -> Play<S::State> {
+) -> PlayOf<S> {
     let _scenario = hangs::scenario(format!(
         "run twice via {}, for `{}`",
         inbox.name(),
@@ -32,10 +32,10 @@ pub fn play_run_twice<S: LocalSubject>(
     }
 }
 
-pub fn run_twice<S: LocalSubject>(
+pub fn run_twice<S: Subject>(
     subject: &S,
-    inbox: &dyn InboxUnderTest,
+    inbox: &dyn InboxUnderTest<S::Project>,
     count: usize,
-) -> Result<Play<S::State>, Violation> {
+) -> Result<PlayOf<S>, Violation> {
     play_run_twice(subject, inbox, count).judge(subject)
 }

@@ -5,19 +5,20 @@
 
 use std::collections::HashSet;
 
-use {{crate_name}}::message::Message;
+use inbox_kit_runtime::message::Message;
 
-use super::deliver_all;
-use crate::support::harness::{
-    Expected, FailFirstAttempt, InboxUnderTest, LocalSubject, Play, Violation, facts, fixture_for,
-    hangs, observe,
+use crate::harness::EventOf;
+use crate::harness::deliver_all;
+use crate::harness::faults::FailFirstAttempt;
+use crate::harness::{
+    Expected, InboxUnderTest, Play, PlayOf, Subject, Violation, facts, fixture_for, hangs, observe,
 };
 
 /// The ids of the messages `failing` picks (by index) that the model says
 /// the handler applies.
-fn made_to_fail<S: LocalSubject>(
+fn made_to_fail<S: Subject>(
     subject: &S,
-    messages: &[Message],
+    messages: &[Message<EventOf<S>>],
     failing: impl Fn(usize) -> bool,
 ) -> HashSet<String> {
     let refused = subject.model(messages).refused;
@@ -36,12 +37,12 @@ pub const AFTER_FAILURE: &str = "after the failures";
 /// the others apply. Then every message is delivered again. The play's
 /// step [`AFTER_FAILURE`] is what the first round left; its end is after
 /// the redelivery, counted as if the failed attempts had never been made.
-pub fn play_redeliver_after_failure<S: LocalSubject>(
+pub fn play_redeliver_after_failure<S: Subject>(
     subject: &S,
-    inbox: &dyn InboxUnderTest,
+    inbox: &dyn InboxUnderTest<S::Project>,
     count: usize,
     failing: impl Fn(usize) -> bool,
-) -> Play<S::State> {
+) -> PlayOf<S> {
     let _scenario = hangs::scenario(format!(
         "redelivery after a failure via {}, for `{}`",
         inbox.name(),
@@ -72,12 +73,12 @@ pub fn play_redeliver_after_failure<S: LocalSubject>(
 /// Judged: after the failures, nothing of the failed attempts may remain
 /// (not even their inbox rows) while the other messages applied; after the
 /// redelivery, every message applied once.
-pub fn redeliver_after_failure<S: LocalSubject>(
+pub fn redeliver_after_failure<S: Subject>(
     subject: &S,
-    inbox: &dyn InboxUnderTest,
+    inbox: &dyn InboxUnderTest<S::Project>,
     count: usize,
     failing: impl Fn(usize) -> bool,
-) -> Result<Play<S::State>, Violation> {
+) -> Result<PlayOf<S>, Violation> {
     let failing_at: Vec<bool> = (0..count).map(&failing).collect();
     let play = play_redeliver_after_failure(subject, inbox, count, |n| failing_at[n]);
     let failing_ids = made_to_fail(subject, &play.messages, |n| failing_at[n]);

@@ -1,0 +1,26 @@
+//! The required delivery schedules, one file each, written for any
+//! project's subjects. Every scenario has a `play_` form that runs it and
+//! returns a [`Play`](super::Play) of what it left behind, and a judged
+//! form of the same name without `play_` that returns that play once it
+//! passed, or the [`Violation`](super::Violation) that says what went
+//! wrong.
+
+mod business_key;
+mod cannot_apply;
+mod commit;
+mod consumers;
+mod ids;
+mod parallel;
+mod poison;
+mod redelivery;
+mod twice;
+
+pub use business_key::*;
+pub use cannot_apply::*;
+pub use commit::*;
+pub use consumers::*;
+pub use ids::*;
+pub use parallel::*;
+pub use poison::*;
+pub use redelivery::*;
+pub use twice::*;
