@@ -10,7 +10,7 @@ use {{crate_name}}::handlers::Notify;
 use {{crate_name}}::relay::nats::NatsSink;
 use {{crate_name}}::relay::{Notice, Outgoing, Sent, Sink};
 
-use crate::support::harness::{InboxUnderTest, RealInbox, deliver_all, fixture_for};
+use crate::support::harness::{RealInbox, deliver_all, fixture_for};
 use crate::support::nats::Broker;
 use crate::support::subjects::{NotifySubject, payments};
 

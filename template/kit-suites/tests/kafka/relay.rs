@@ -8,7 +8,7 @@ use std::process::Command;
 
 use {{crate_name}}::handlers::Notify;
 
-use crate::support::harness::{InboxUnderTest, RealInbox, deliver_all, fixture_for};
+use crate::support::harness::{RealInbox, deliver_all, fixture_for};
 use crate::support::kafka::Broker;
 use crate::support::subjects::{NotifySubject, payments};
 

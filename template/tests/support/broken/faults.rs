@@ -32,7 +32,7 @@ impl InboxUnderTest<ThisProject> for FaultCounted {
         "storage faults counted against the message".into()
     }
     fn open(&self, fixture: &Fixture) -> Box<dyn Inbox<Handlers>> {
-        one_at_a_time(fixture, |raw, handler, message| {
+        one_at_a_time::<ThisProject>(fixture, |raw, handler, message| {
             deliver_blaming_the_message(raw, handler, message, false)
         })
     }
@@ -49,7 +49,7 @@ impl InboxUnderTest<ThisProject> for FaultRefused {
         "storage faults taken as final".into()
     }
     fn open(&self, fixture: &Fixture) -> Box<dyn Inbox<Handlers>> {
-        one_at_a_time(fixture, |raw, handler, message| {
+        one_at_a_time::<ThisProject>(fixture, |raw, handler, message| {
             deliver_blaming_the_message(raw, handler, message, true)
         })
     }

@@ -29,7 +29,7 @@ impl InboxUnderTest<ThisProject> for ClaimsOnASecondConnection {
     }
     fn open(&self, fixture: &Fixture) -> Box<dyn Inbox<Handlers>> {
         let mut second = fixture.raw_waiting_forever();
-        one_at_a_time(fixture, move |raw, handler, message| {
+        one_at_a_time::<ThisProject>(fixture, move |raw, handler, message| {
             let (consumer, id) = (handler.consumer(), message.id.as_str());
             raw.begin()?;
             if !raw.record(consumer, id, now_millis())? {
@@ -69,7 +69,7 @@ impl InboxUnderTest<ThisProject> for WaitsForEveryWorker {
         let started = self.started.clone();
         *started.0.lock().expect("pool") += 1;
         started.1.notify_all();
-        one_at_a_time(fixture, move |raw, handler, message| {
+        one_at_a_time::<ThisProject>(fixture, move |raw, handler, message| {
             let (count, all_started) = &*started;
             drop(
                 all_started

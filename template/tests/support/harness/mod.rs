@@ -69,6 +69,10 @@ impl inbox_kit_testkit::harness::Fixture<ThisProject> for Fixture {
         Fixture::new()
     }
 
+    fn identity(&self) -> String {
+        Fixture::identity(self)
+    }
+
     fn with_tables<T>(
         &self,
         work: impl FnOnce(&mut (dyn Tables + '_)) -> Result<T, StorageError>,

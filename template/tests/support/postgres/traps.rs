@@ -248,7 +248,7 @@ impl InboxUnderTest<ThisProject> for OnConflictResultIgnored {
         "ON CONFLICT DO NOTHING result ignored".into()
     }
     fn open(&self, fixture: &Fixture) -> Box<dyn Inbox<Handlers>> {
-        one_at_a_time(fixture, |raw, handler, message| {
+        one_at_a_time::<ThisProject>(fixture, |raw, handler, message| {
             raw.begin()?;
             let _claimed = raw.record(handler.consumer(), message.id.as_str(), now_millis())?;
             match raw.apply(handler, message) {

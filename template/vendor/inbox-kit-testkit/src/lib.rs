@@ -17,10 +17,12 @@
 //! * [`nats`]: a NATS server of a test's own, and a proxy that watches and
 //!   withholds a consumer's settles;
 //! * [`kafka`]: a Kafka-compatible broker (tansu) of a test's own;
-//! * [`harness`]: what a consumer's conformance harness needs whatever its
-//!   database: the knobs and seeded generator of its scenarios, and
-//!   handlers wrapped to fail on purpose.
+//! * [`harness`]: a consumer's conformance harness, whatever its database:
+//!   the contract of a handler under test, the judge, the required
+//!   scenarios and what they deliver through;
+//! * [`broken`]: known-broken inboxes, which those scenarios must catch.
 
+pub mod broken;
 pub mod collector;
 pub mod harness;
 pub mod kafka;

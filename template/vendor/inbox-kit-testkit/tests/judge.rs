@@ -124,6 +124,9 @@ impl Fixture<Ledgers> for Memory {
     fn new() -> Self {
         Self::default()
     }
+    fn identity(&self) -> String {
+        "memory".to_owned()
+    }
     fn with_tables<T>(
         &self,
         work: impl FnOnce(&mut (dyn Ledger + '_)) -> Result<T, StorageError>,

@@ -41,6 +41,10 @@ pub trait Fixture<P: Project>: Sized + Sync {
     /// A fresh database with every table and nothing in them.
     fn new() -> Self;
 
+    /// A name for this fixture that no other of this process has (a
+    /// broken inbox that remembers ids in memory keys them by it).
+    fn identity(&self) -> String;
+
     /// Runs `work` on the handlers' tables in a transaction of its own,
     /// committed if `work` succeeds; panics on a storage error.
     fn with_tables<T>(&self, work: impl FnOnce(&mut P::Tables<'_>) -> Result<T, StorageError>)

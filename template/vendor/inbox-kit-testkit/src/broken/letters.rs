@@ -1,21 +1,19 @@
 //! Mistakes with dead letters and redrive. Each is the real inbox with one
 //! step changed, so that the poison scenario sees exactly that step.
 
-use {{crate_name}}::handlers::{BorrowedHandler, Handlers};
-use {{crate_name}}::inbox::{
-    DeadLetter, DeadLetters, Delivery, Inbox, Outcome, Policy, StorageError,
+use inbox_kit_runtime::delivery::{DeadLetters, Delivery, Inbox};
+use inbox_kit_runtime::inbox::{DeadLetter, Outcome, Policy};
+use inbox_kit_runtime::message::Message;
+use inbox_kit_runtime::storage::StorageError;
+
+use crate::harness::{
+    DeadLettersUnderTest, Fixture, HandlerOf, InboxUnderTest, LettersOf, Project, Raw,
 };
-use {{crate_name}}::message::Message;
 
 use super::AttemptsCountedInside;
-use crate::support::database::Fixture;
-use crate::support::harness::Raw;
-use crate::support::harness::{
-    DeadLettersUnderTest, InboxUnderTest, InboxWithLetters, ThisProject,
-};
 
 /// Every dead-letter mistake here, for tests that run them all.
-pub fn all_letters() -> Vec<Box<dyn DeadLettersUnderTest<ThisProject>>> {
+pub fn all_letters<P: Project>() -> Vec<Box<dyn DeadLettersUnderTest<P>>> {
     vec![
         Box::new(DeadLetterWithoutInboxRow),
         Box::new(RedriveDropsTheLetter),
@@ -30,13 +28,16 @@ pub fn all_letters() -> Vec<Box<dyn DeadLettersUnderTest<ThisProject>>> {
 /// must be a duplicate.
 pub struct DeadLetterWithoutInboxRow;
 
-struct ForgetsInboxRow {
-    inner: Box<dyn InboxWithLetters<Handlers>>,
-    raw: Box<dyn Raw<ThisProject>>,
+struct ForgetsInboxRow<P: Project> {
+    inner: LettersOf<P>,
+    raw: Box<dyn Raw<P>>,
 }
 
-impl Inbox<Handlers> for ForgetsInboxRow {
-    fn deliver_batch(&mut self, batch: &[Delivery<'_>]) -> Result<Vec<Outcome>, StorageError> {
+impl<P: Project> Inbox<P::Registry> for ForgetsInboxRow<P> {
+    fn deliver_batch(
+        &mut self,
+        batch: &[Delivery<'_, P::Registry>],
+    ) -> Result<Vec<Outcome>, StorageError> {
         let outcomes = self.inner.deliver_batch(batch)?;
         for (delivery, outcome) in batch.iter().zip(&outcomes) {
             if matches!(outcome, Outcome::DeadLettered(_)) {
@@ -48,28 +49,28 @@ impl Inbox<Handlers> for ForgetsInboxRow {
     }
 }
 
-impl DeadLetters<Handlers> for ForgetsInboxRow {
+impl<P: Project> DeadLetters<P::Registry> for ForgetsInboxRow<P> {
     fn dead_letters(&mut self) -> Result<Vec<DeadLetter>, StorageError> {
         self.inner.dead_letters()
     }
     fn failures(&mut self, consumer: &str, message_id: &str) -> Result<u32, StorageError> {
         self.inner.failures(consumer, message_id)
     }
-    fn redrive(
+    fn redrive<'a>(
         &mut self,
-        handler: &BorrowedHandler<'_>,
-        message: &Message,
+        handler: &'a HandlerOf<'a, P>,
+        message: &'a Message<P::Event>,
     ) -> Result<Outcome, StorageError> {
         self.inner.redrive(handler, message)
     }
 }
 
-impl DeadLettersUnderTest<ThisProject> for DeadLetterWithoutInboxRow {
+impl<P: Project> DeadLettersUnderTest<P> for DeadLetterWithoutInboxRow {
     fn name(&self) -> String {
         "dead letters without their inbox row".into()
     }
-    fn open(&self, fixture: &Fixture, policy: Policy) -> Box<dyn InboxWithLetters<Handlers>> {
-        Box::new(ForgetsInboxRow {
+    fn open(&self, fixture: &P::Fixture, policy: Policy) -> LettersOf<P> {
+        Box::new(ForgetsInboxRow::<P> {
             inner: fixture.inbox(policy),
             raw: fixture.raw(),
         })
@@ -82,28 +83,31 @@ impl DeadLettersUnderTest<ThisProject> for DeadLetterWithoutInboxRow {
 /// fails again, which must leave the dead letter as it was.
 pub struct RedriveDropsTheLetter;
 
-struct DropsOnRedrive {
-    inner: Box<dyn InboxWithLetters<Handlers>>,
-    raw: Box<dyn Raw<ThisProject>>,
+struct DropsOnRedrive<P: Project> {
+    inner: LettersOf<P>,
+    raw: Box<dyn Raw<P>>,
 }
 
-impl Inbox<Handlers> for DropsOnRedrive {
-    fn deliver_batch(&mut self, batch: &[Delivery<'_>]) -> Result<Vec<Outcome>, StorageError> {
+impl<P: Project> Inbox<P::Registry> for DropsOnRedrive<P> {
+    fn deliver_batch(
+        &mut self,
+        batch: &[Delivery<'_, P::Registry>],
+    ) -> Result<Vec<Outcome>, StorageError> {
         self.inner.deliver_batch(batch)
     }
 }
 
-impl DeadLetters<Handlers> for DropsOnRedrive {
+impl<P: Project> DeadLetters<P::Registry> for DropsOnRedrive<P> {
     fn dead_letters(&mut self) -> Result<Vec<DeadLetter>, StorageError> {
         self.inner.dead_letters()
     }
     fn failures(&mut self, consumer: &str, message_id: &str) -> Result<u32, StorageError> {
         self.inner.failures(consumer, message_id)
     }
-    fn redrive(
+    fn redrive<'a>(
         &mut self,
-        handler: &BorrowedHandler<'_>,
-        message: &Message,
+        handler: &'a HandlerOf<'a, P>,
+        message: &'a Message<P::Event>,
     ) -> Result<Outcome, StorageError> {
         let outcome = self.inner.redrive(handler, message)?;
         self.raw
@@ -112,12 +116,12 @@ impl DeadLetters<Handlers> for DropsOnRedrive {
     }
 }
 
-impl DeadLettersUnderTest<ThisProject> for RedriveDropsTheLetter {
+impl<P: Project> DeadLettersUnderTest<P> for RedriveDropsTheLetter {
     fn name(&self) -> String {
         "redrive that drops the dead letter".into()
     }
-    fn open(&self, fixture: &Fixture, policy: Policy) -> Box<dyn InboxWithLetters<Handlers>> {
-        Box::new(DropsOnRedrive {
+    fn open(&self, fixture: &P::Fixture, policy: Policy) -> LettersOf<P> {
+        Box::new(DropsOnRedrive::<P> {
             inner: fixture.inbox(policy),
             raw: fixture.raw(),
         })
@@ -125,14 +129,17 @@ impl DeadLettersUnderTest<ThisProject> for RedriveDropsTheLetter {
 }
 
 /// The real inbox, told a different delivery count than the source gave.
-struct RecountsDeliveries {
-    inner: Box<dyn InboxWithLetters<Handlers>>,
+struct RecountsDeliveries<P: Project> {
+    inner: LettersOf<P>,
     recount: fn(u32) -> u32,
 }
 
-impl Inbox<Handlers> for RecountsDeliveries {
-    fn deliver_batch(&mut self, batch: &[Delivery<'_>]) -> Result<Vec<Outcome>, StorageError> {
-        let recounted: Vec<Delivery<'_>> = batch
+impl<P: Project> Inbox<P::Registry> for RecountsDeliveries<P> {
+    fn deliver_batch(
+        &mut self,
+        batch: &[Delivery<'_, P::Registry>],
+    ) -> Result<Vec<Outcome>, StorageError> {
+        let recounted: Vec<Delivery<'_, P::Registry>> = batch
             .iter()
             .map(|d| Delivery {
                 delivered: (self.recount)(d.delivered),
@@ -143,13 +150,13 @@ impl Inbox<Handlers> for RecountsDeliveries {
     }
 }
 
-fn recounting(
-    fixture: &Fixture,
+fn recounting<P: Project>(
+    fixture: &P::Fixture,
     policy: Policy,
     recount: fn(u32) -> u32,
-) -> Box<dyn InboxWithLetters<Handlers>> {
-    Box::new(WithRealLetters {
-        inbox: Box::new(RecountsDeliveries {
+) -> LettersOf<P> {
+    Box::new(WithRealLetters::<P> {
+        inbox: Box::new(RecountsDeliveries::<P> {
             inner: fixture.inbox(policy),
             recount,
         }),
@@ -159,7 +166,7 @@ fn recounting(
 
 /// Every mistake with the source's delivery count, for tests that run them
 /// all.
-pub fn delivery_count_mistakes() -> Vec<Box<dyn DeadLettersUnderTest<ThisProject>>> {
+pub fn delivery_count_mistakes<P: Project>() -> Vec<Box<dyn DeadLettersUnderTest<P>>> {
     vec![Box::new(IgnoresDeliveryCount), Box::new(ParksOneEarly)]
 }
 
@@ -169,12 +176,12 @@ pub fn delivery_count_mistakes() -> Vec<Box<dyn DeadLettersUnderTest<ThisProject
 /// message, which must be parked unrun.
 pub struct IgnoresDeliveryCount;
 
-impl DeadLettersUnderTest<ThisProject> for IgnoresDeliveryCount {
+impl<P: Project> DeadLettersUnderTest<P> for IgnoresDeliveryCount {
     fn name(&self) -> String {
         "the source's delivery count ignored".into()
     }
-    fn open(&self, fixture: &Fixture, policy: Policy) -> Box<dyn InboxWithLetters<Handlers>> {
-        recounting(fixture, policy, |_| 1)
+    fn open(&self, fixture: &P::Fixture, policy: Policy) -> LettersOf<P> {
+        recounting::<P>(fixture, policy, |_| 1)
     }
 }
 
@@ -184,39 +191,42 @@ impl DeadLettersUnderTest<ThisProject> for IgnoresDeliveryCount {
 /// crash loop's survivor, which must apply.
 pub struct ParksOneEarly;
 
-impl DeadLettersUnderTest<ThisProject> for ParksOneEarly {
+impl<P: Project> DeadLettersUnderTest<P> for ParksOneEarly {
     fn name(&self) -> String {
         "parked one delivery early".into()
     }
-    fn open(&self, fixture: &Fixture, policy: Policy) -> Box<dyn InboxWithLetters<Handlers>> {
-        recounting(fixture, policy, |delivered| delivered + 1)
+    fn open(&self, fixture: &P::Fixture, policy: Policy) -> LettersOf<P> {
+        recounting::<P>(fixture, policy, |delivered| delivered + 1)
     }
 }
 
 /// A broken inbox with the real dead letters beside it, for mistakes made
 /// in delivering (the dead letters it writes, if any, are its own).
-struct WithRealLetters {
-    inbox: Box<dyn Inbox<Handlers>>,
-    letters: Box<dyn InboxWithLetters<Handlers>>,
+struct WithRealLetters<P: Project> {
+    inbox: Box<dyn Inbox<P::Registry>>,
+    letters: LettersOf<P>,
 }
 
-impl Inbox<Handlers> for WithRealLetters {
-    fn deliver_batch(&mut self, batch: &[Delivery<'_>]) -> Result<Vec<Outcome>, StorageError> {
+impl<P: Project> Inbox<P::Registry> for WithRealLetters<P> {
+    fn deliver_batch(
+        &mut self,
+        batch: &[Delivery<'_, P::Registry>],
+    ) -> Result<Vec<Outcome>, StorageError> {
         self.inbox.deliver_batch(batch)
     }
 }
 
-impl DeadLetters<Handlers> for WithRealLetters {
+impl<P: Project> DeadLetters<P::Registry> for WithRealLetters<P> {
     fn dead_letters(&mut self) -> Result<Vec<DeadLetter>, StorageError> {
         self.letters.dead_letters()
     }
     fn failures(&mut self, consumer: &str, message_id: &str) -> Result<u32, StorageError> {
         self.letters.failures(consumer, message_id)
     }
-    fn redrive(
+    fn redrive<'a>(
         &mut self,
-        handler: &BorrowedHandler<'_>,
-        message: &Message,
+        handler: &'a HandlerOf<'a, P>,
+        message: &'a Message<P::Event>,
     ) -> Result<Outcome, StorageError> {
         self.letters.redrive(handler, message)
     }
@@ -225,13 +235,13 @@ impl DeadLetters<Handlers> for WithRealLetters {
 /// Counts its failures inside the transaction the failure rolls back (see
 /// its definition): the poison message is never dead-lettered. Caught at
 /// the dead letter that never comes.
-impl DeadLettersUnderTest<ThisProject> for AttemptsCountedInside {
+impl<P: Project> DeadLettersUnderTest<P> for AttemptsCountedInside {
     fn name(&self) -> String {
-        InboxUnderTest::name(self)
+        InboxUnderTest::<P>::name(self)
     }
-    fn open(&self, fixture: &Fixture, policy: Policy) -> Box<dyn InboxWithLetters<Handlers>> {
-        Box::new(WithRealLetters {
-            inbox: InboxUnderTest::open(self, fixture),
+    fn open(&self, fixture: &P::Fixture, policy: Policy) -> LettersOf<P> {
+        Box::new(WithRealLetters::<P> {
+            inbox: InboxUnderTest::<P>::open(self, fixture),
             letters: fixture.inbox(policy),
         })
     }

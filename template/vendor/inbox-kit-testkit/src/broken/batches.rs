@@ -2,13 +2,14 @@
 //! run's attempt fails decides whether one bad message takes its siblings
 //! down, or applies them twice.
 
-use {{crate_name}}::handlers::Handlers;
-use {{crate_name}}::inbox::{Delivery, Inbox, Outcome, Policy, Step, StorageError, steps};
-use {{crate_name}}::message::Message;
+use inbox_kit_runtime::delivery::{Delivery, Inbox};
+use inbox_kit_runtime::inbox::{Outcome, Policy};
+use inbox_kit_runtime::message::Message;
+use inbox_kit_runtime::steps::{Step, steps};
+use inbox_kit_runtime::storage::StorageError;
 
-use crate::support::database::Fixture;
-use crate::support::harness::Raw;
-use crate::support::harness::{InboxUnderTest, ThisProject, now_millis};
+use crate::harness::env::now_millis;
+use crate::harness::{Fixture, InboxUnderTest, Project, Raw};
 
 /// A failed set-based attempt is rolled back, claims and all, and every
 /// delivery of its run reported failed: no fallback to one at a time, so
@@ -24,11 +25,11 @@ pub struct NoFallback;
 /// own key refusing the second.
 pub struct FallbackKeepsTheAttempt;
 
-impl InboxUnderTest<ThisProject> for NoFallback {
+impl<P: Project> InboxUnderTest<P> for NoFallback {
     fn name(&self) -> String {
         "set-based runs that fail all together".into()
     }
-    fn open(&self, fixture: &Fixture) -> Box<dyn Inbox<Handlers>> {
+    fn open(&self, fixture: &P::Fixture) -> Box<dyn Inbox<P::Registry>> {
         Box::new(BrokenRuns {
             raw: fixture.raw(),
             keeps_the_attempt: false,
@@ -36,11 +37,11 @@ impl InboxUnderTest<ThisProject> for NoFallback {
     }
 }
 
-impl InboxUnderTest<ThisProject> for FallbackKeepsTheAttempt {
+impl<P: Project> InboxUnderTest<P> for FallbackKeepsTheAttempt {
     fn name(&self) -> String {
         "a fallback that keeps the failed attempt's writes".into()
     }
-    fn open(&self, fixture: &Fixture) -> Box<dyn Inbox<Handlers>> {
+    fn open(&self, fixture: &P::Fixture) -> Box<dyn Inbox<P::Registry>> {
         Box::new(BrokenRuns {
             raw: fixture.raw(),
             keeps_the_attempt: true,
@@ -50,13 +51,16 @@ impl InboxUnderTest<ThisProject> for FallbackKeepsTheAttempt {
 
 /// The real inbox's steps, written on a raw connection, wrong only where a
 /// run's attempt fails.
-struct BrokenRuns {
-    raw: Box<dyn Raw<ThisProject>>,
+struct BrokenRuns<P: Project> {
+    raw: Box<dyn Raw<P>>,
     keeps_the_attempt: bool,
 }
 
-impl Inbox<Handlers> for BrokenRuns {
-    fn deliver_batch(&mut self, batch: &[Delivery<'_>]) -> Result<Vec<Outcome>, StorageError> {
+impl<P: Project> Inbox<P::Registry> for BrokenRuns<P> {
+    fn deliver_batch(
+        &mut self,
+        batch: &[Delivery<'_, P::Registry>],
+    ) -> Result<Vec<Outcome>, StorageError> {
         self.raw.begin()?;
         let mut outcomes = Vec::with_capacity(batch.len());
         for step in steps(batch, Policy::default()) {
@@ -70,10 +74,14 @@ impl Inbox<Handlers> for BrokenRuns {
     }
 }
 
-impl BrokenRuns {
+impl<P: Project> BrokenRuns<P> {
     /// One delivery under its savepoint, claimed here unless `claim` is
     /// false (claimed already: its claim is given back if it fails).
-    fn alone(&mut self, delivery: &Delivery<'_>, claim: bool) -> Result<Outcome, StorageError> {
+    fn alone(
+        &mut self,
+        delivery: &Delivery<'_, P::Registry>,
+        claim: bool,
+    ) -> Result<Outcome, StorageError> {
         let (consumer, id) = (delivery.handler.consumer(), delivery.message.id.as_str());
         self.raw.run("SAVEPOINT delivery")?;
         if claim && !self.raw.record(consumer, id, now_millis())? {
@@ -96,7 +104,10 @@ impl BrokenRuns {
         }
     }
 
-    fn together(&mut self, run: &[Delivery<'_>]) -> Result<Vec<Outcome>, StorageError> {
+    fn together(
+        &mut self,
+        run: &[Delivery<'_, P::Registry>],
+    ) -> Result<Vec<Outcome>, StorageError> {
         let mut outcomes = Vec::with_capacity(run.len());
         let mut new = Vec::new();
         for (at, delivery) in run.iter().enumerate() {
@@ -108,7 +119,7 @@ impl BrokenRuns {
                 outcomes.push(Outcome::Duplicate);
             }
         }
-        let messages: Vec<&Message> = new.iter().map(|&at| run[at].message).collect();
+        let messages: Vec<&Message<P::Event>> = new.iter().map(|&at| run[at].message).collect();
         self.raw.run("SAVEPOINT run")?;
         let Err(error) = self.raw.apply_all(run[0].handler, &messages) else {
             self.raw.run("RELEASE SAVEPOINT run")?;

@@ -4,24 +4,26 @@ use std::collections::HashSet;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use {{crate_name}}::handlers::Handlers;
-use {{crate_name}}::inbox::{Delivery, Inbox, Outcome, StorageError};
-use {{crate_name}}::message::{Message, MessageId};
+use inbox_kit_runtime::delivery::{Delivery, Inbox};
+use inbox_kit_runtime::inbox::Outcome;
+use inbox_kit_runtime::message::{Message, MessageId};
+use inbox_kit_runtime::storage::StorageError;
+
+use crate::harness::env::now_millis;
+use crate::harness::{Fixture, InboxUnderTest, Project, RealInbox};
 
 use super::{apply_and_commit, insert_first, one_at_a_time};
-use crate::support::database::Fixture;
-use crate::support::harness::{InboxUnderTest, RealInbox, ThisProject, now_millis};
 
 /// No inbox at all: every delivery applies.
 /// Caught by run twice (each payment debited twice).
 pub struct NoInbox;
 
-impl InboxUnderTest<ThisProject> for NoInbox {
+impl<P: Project> InboxUnderTest<P> for NoInbox {
     fn name(&self) -> String {
         "no inbox".into()
     }
-    fn open(&self, fixture: &Fixture) -> Box<dyn Inbox<Handlers>> {
-        one_at_a_time(fixture, |raw, handler, message| {
+    fn open(&self, fixture: &P::Fixture) -> Box<dyn Inbox<P::Registry>> {
+        one_at_a_time::<P>(fixture, |raw, handler, message| {
             raw.begin()?;
             apply_and_commit(raw, handler, message)
         })
@@ -35,12 +37,12 @@ impl InboxUnderTest<ThisProject> for NoInbox {
 /// all apply, while the inbox still ends up with exactly one row each.
 pub struct CheckThenAct;
 
-impl InboxUnderTest<ThisProject> for CheckThenAct {
+impl<P: Project> InboxUnderTest<P> for CheckThenAct {
     fn name(&self) -> String {
         "check-then-act".into()
     }
-    fn open(&self, fixture: &Fixture) -> Box<dyn Inbox<Handlers>> {
-        one_at_a_time(fixture, |raw, handler, message| {
+    fn open(&self, fixture: &P::Fixture) -> Box<dyn Inbox<P::Registry>> {
+        one_at_a_time::<P>(fixture, |raw, handler, message| {
             if raw.is_recorded(handler.consumer(), message.id.as_str())? {
                 return Ok(Outcome::Duplicate);
             }
@@ -62,12 +64,12 @@ impl InboxUnderTest<ThisProject> for CheckThenAct {
 /// redelivery is dropped as a duplicate; the payment is lost for good.
 pub struct RecordFirst;
 
-impl InboxUnderTest<ThisProject> for RecordFirst {
+impl<P: Project> InboxUnderTest<P> for RecordFirst {
     fn name(&self) -> String {
         "record-first".into()
     }
-    fn open(&self, fixture: &Fixture) -> Box<dyn Inbox<Handlers>> {
-        one_at_a_time(fixture, |raw, handler, message| {
+    fn open(&self, fixture: &P::Fixture) -> Box<dyn Inbox<P::Registry>> {
+        one_at_a_time::<P>(fixture, |raw, handler, message| {
             raw.begin()?;
             let new = raw.record(handler.consumer(), message.id.as_str(), now_millis())?;
             raw.commit()?;
@@ -86,12 +88,12 @@ pub struct MintedId;
 
 static MINTED: AtomicU64 = AtomicU64::new(0);
 
-impl InboxUnderTest<ThisProject> for MintedId {
+impl<P: Project> InboxUnderTest<P> for MintedId {
     fn name(&self) -> String {
         "id minted on receipt".into()
     }
-    fn open(&self, fixture: &Fixture) -> Box<dyn Inbox<Handlers>> {
-        one_at_a_time(fixture, |raw, handler, message| {
+    fn open(&self, fixture: &P::Fixture) -> Box<dyn Inbox<P::Registry>> {
+        one_at_a_time::<P>(fixture, |raw, handler, message| {
             let minted = MINTED.fetch_add(1, Ordering::Relaxed);
             let received = Message {
                 id: MessageId::new(format!("minted-{minted}")).expect("valid id"),
@@ -109,12 +111,12 @@ impl InboxUnderTest<ThisProject> for MintedId {
 /// dead-lettered. Caught by the poison-message test.
 pub struct AttemptsCountedInside;
 
-impl InboxUnderTest<ThisProject> for AttemptsCountedInside {
+impl<P: Project> InboxUnderTest<P> for AttemptsCountedInside {
     fn name(&self) -> String {
         "attempts counted inside the rolled-back transaction".into()
     }
-    fn open(&self, fixture: &Fixture) -> Box<dyn Inbox<Handlers>> {
-        one_at_a_time(fixture, |raw, handler, message| {
+    fn open(&self, fixture: &P::Fixture) -> Box<dyn Inbox<P::Registry>> {
+        one_at_a_time::<P>(fixture, |raw, handler, message| {
             let (consumer, id) = (handler.consumer(), message.id.as_str());
             raw.begin()?;
             if !raw.record(consumer, id, now_millis())? {
@@ -148,13 +150,13 @@ pub struct RemembersInMemory;
 /// (fixture, consumer, message id) of every message applied, per process.
 static REMEMBERED: Mutex<Option<HashSet<(String, String, String)>>> = Mutex::new(None);
 
-impl InboxUnderTest<ThisProject> for RemembersInMemory {
+impl<P: Project> InboxUnderTest<P> for RemembersInMemory {
     fn name(&self) -> String {
         "processed ids remembered in memory".into()
     }
-    fn open(&self, fixture: &Fixture) -> Box<dyn Inbox<Handlers>> {
+    fn open(&self, fixture: &P::Fixture) -> Box<dyn Inbox<P::Registry>> {
         let database = fixture.identity();
-        one_at_a_time(fixture, move |raw, handler, message| {
+        one_at_a_time::<P>(fixture, move |raw, handler, message| {
             let (consumer, id) = (handler.consumer(), message.id.as_str());
             let key = (database.clone(), consumer.to_owned(), id.to_owned());
             let mut remembered = REMEMBERED.lock().expect("memory");
@@ -178,10 +180,13 @@ impl InboxUnderTest<ThisProject> for RemembersInMemory {
 /// never stored. Caught only by the failed-commit scenario.
 pub struct IgnoresFailedCommit;
 
-struct ReportsAppliedAnyway(Box<dyn Inbox<Handlers>>);
+struct ReportsAppliedAnyway<P: Project>(Box<dyn Inbox<P::Registry>>);
 
-impl Inbox<Handlers> for ReportsAppliedAnyway {
-    fn deliver_batch(&mut self, batch: &[Delivery<'_>]) -> Result<Vec<Outcome>, StorageError> {
+impl<P: Project> Inbox<P::Registry> for ReportsAppliedAnyway<P> {
+    fn deliver_batch(
+        &mut self,
+        batch: &[Delivery<'_, P::Registry>],
+    ) -> Result<Vec<Outcome>, StorageError> {
         Ok(self
             .0
             .deliver_batch(batch)
@@ -189,11 +194,11 @@ impl Inbox<Handlers> for ReportsAppliedAnyway {
     }
 }
 
-impl InboxUnderTest<ThisProject> for IgnoresFailedCommit {
+impl<P: Project> InboxUnderTest<P> for IgnoresFailedCommit {
     fn name(&self) -> String {
         "failed commit reported as applied".into()
     }
-    fn open(&self, fixture: &Fixture) -> Box<dyn Inbox<Handlers>> {
-        Box::new(ReportsAppliedAnyway(RealInbox::BATCHED.open(fixture)))
+    fn open(&self, fixture: &P::Fixture) -> Box<dyn Inbox<P::Registry>> {
+        Box::new(ReportsAppliedAnyway::<P>(RealInbox::BATCHED.open(fixture)))
     }
 }

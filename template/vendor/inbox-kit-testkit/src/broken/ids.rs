@@ -3,23 +3,26 @@
 
 use unicode_normalization::UnicodeNormalization;
 
-use {{crate_name}}::handlers::Handlers;
-use {{crate_name}}::inbox::{Delivery, Inbox, Outcome, StorageError};
-use {{crate_name}}::message::{Message, MessageId};
+use inbox_kit_runtime::delivery::{Delivery, Inbox};
+use inbox_kit_runtime::inbox::Outcome;
+use inbox_kit_runtime::message::{Message, MessageId};
+use inbox_kit_runtime::storage::StorageError;
 
-use crate::support::database::Fixture;
-use crate::support::harness::{InboxUnderTest, RealInbox, ThisProject};
+use crate::harness::{InboxUnderTest, Project, RealInbox};
 
 /// The real inbox, given ids rewritten by `rewrite` before they are
 /// recorded: how an inbox that "cleans up" ids behaves.
-struct RewritesIds {
-    inner: Box<dyn Inbox<Handlers>>,
+struct RewritesIds<P: Project> {
+    inner: Box<dyn Inbox<P::Registry>>,
     rewrite: fn(&str) -> String,
 }
 
-impl Inbox<Handlers> for RewritesIds {
-    fn deliver_batch(&mut self, batch: &[Delivery<'_>]) -> Result<Vec<Outcome>, StorageError> {
-        let messages: Vec<Message> = batch
+impl<P: Project> Inbox<P::Registry> for RewritesIds<P> {
+    fn deliver_batch(
+        &mut self,
+        batch: &[Delivery<'_, P::Registry>],
+    ) -> Result<Vec<Outcome>, StorageError> {
+        let messages: Vec<Message<P::Event>> = batch
             .iter()
             .map(|d| Message {
                 id: MessageId::new((self.rewrite)(d.message.id.as_str()))
@@ -28,7 +31,7 @@ impl Inbox<Handlers> for RewritesIds {
                 trace_parent: None,
             })
             .collect();
-        let rewritten: Vec<Delivery<'_>> = batch
+        let rewritten: Vec<Delivery<'_, P::Registry>> = batch
             .iter()
             .zip(&messages)
             .map(|(d, message)| Delivery {
@@ -40,8 +43,11 @@ impl Inbox<Handlers> for RewritesIds {
     }
 }
 
-fn rewriting(fixture: &Fixture, rewrite: fn(&str) -> String) -> Box<dyn Inbox<Handlers>> {
-    Box::new(RewritesIds {
+fn rewriting<P: Project>(
+    fixture: &P::Fixture,
+    rewrite: fn(&str) -> String,
+) -> Box<dyn Inbox<P::Registry>> {
+    Box::new(RewritesIds::<P> {
         inner: RealInbox::BATCHED.open(fixture),
         rewrite,
     })
@@ -53,12 +59,12 @@ fn rewriting(fixture: &Fixture, rewrite: fn(&str) -> String) -> Box<dyn Inbox<Ha
 /// exact ids.
 pub struct FoldsCase;
 
-impl InboxUnderTest<ThisProject> for FoldsCase {
+impl<P: Project> InboxUnderTest<P> for FoldsCase {
     fn name(&self) -> String {
         "ids folded to lower case".into()
     }
-    fn open(&self, fixture: &Fixture) -> Box<dyn Inbox<Handlers>> {
-        rewriting(fixture, str::to_lowercase)
+    fn open(&self, fixture: &P::Fixture) -> Box<dyn Inbox<P::Registry>> {
+        rewriting::<P>(fixture, str::to_lowercase)
     }
 }
 
@@ -66,12 +72,12 @@ impl InboxUnderTest<ThisProject> for FoldsCase {
 /// only by exact ids.
 pub struct TrimsIds;
 
-impl InboxUnderTest<ThisProject> for TrimsIds {
+impl<P: Project> InboxUnderTest<P> for TrimsIds {
     fn name(&self) -> String {
         "ids trimmed".into()
     }
-    fn open(&self, fixture: &Fixture) -> Box<dyn Inbox<Handlers>> {
-        rewriting(fixture, |id| id.trim().to_owned())
+    fn open(&self, fixture: &P::Fixture) -> Box<dyn Inbox<P::Registry>> {
+        rewriting::<P>(fixture, |id| id.trim().to_owned())
     }
 }
 
@@ -79,12 +85,12 @@ impl InboxUnderTest<ThisProject> for TrimsIds {
 /// that merely look alike become one. Caught only by exact ids.
 pub struct NormalizesIds;
 
-impl InboxUnderTest<ThisProject> for NormalizesIds {
+impl<P: Project> InboxUnderTest<P> for NormalizesIds {
     fn name(&self) -> String {
         "ids normalized (NFC)".into()
     }
-    fn open(&self, fixture: &Fixture) -> Box<dyn Inbox<Handlers>> {
-        rewriting(fixture, |id| id.nfc().collect())
+    fn open(&self, fixture: &P::Fixture) -> Box<dyn Inbox<P::Registry>> {
+        rewriting::<P>(fixture, |id| id.nfc().collect())
     }
 }
 
@@ -92,12 +98,12 @@ impl InboxUnderTest<ThisProject> for NormalizesIds {
 /// that differ near the end become one. Caught only by exact ids.
 pub struct TruncatesIds;
 
-impl InboxUnderTest<ThisProject> for TruncatesIds {
+impl<P: Project> InboxUnderTest<P> for TruncatesIds {
     fn name(&self) -> String {
         "ids truncated to 64 bytes".into()
     }
-    fn open(&self, fixture: &Fixture) -> Box<dyn Inbox<Handlers>> {
-        rewriting(fixture, |id| {
+    fn open(&self, fixture: &P::Fixture) -> Box<dyn Inbox<P::Registry>> {
+        rewriting::<P>(fixture, |id| {
             let mut end = id.len().min(64);
             while !id.is_char_boundary(end) {
                 end -= 1;
