@@ -2,14 +2,28 @@
 //! settled once, only after what its verdict says is committed, and the
 //! messages about one thing go through one worker in the source's order.
 
-use crate::support::harness::{RealSource, real_route, through_the_pipeline};
+use crate::support::harness::{RealSource, ThisProject, real_route, through_the_pipeline};
 use crate::support::subjects::{DebitSubject, NotifySubject, RefundSubject};
 
 #[test]
 fn messages_are_settled_after_commit_and_routed_by_partition_key() {
-    through_the_pipeline(&DebitSubject::real(), &RealSource, real_route()).expect("debit");
-    through_the_pipeline(&NotifySubject::real(), &RealSource, real_route()).expect("notify");
-    let play = through_the_pipeline(&RefundSubject::real(), &RealSource, real_route())
-        .expect("refund: the disputed refunds in the source's order");
+    through_the_pipeline(
+        &DebitSubject::real(),
+        &RealSource,
+        real_route::<ThisProject>(),
+    )
+    .expect("debit");
+    through_the_pipeline(
+        &NotifySubject::real(),
+        &RealSource,
+        real_route::<ThisProject>(),
+    )
+    .expect("notify");
+    let play = through_the_pipeline(
+        &RefundSubject::real(),
+        &RealSource,
+        real_route::<ThisProject>(),
+    )
+    .expect("refund: the disputed refunds in the source's order");
     assert!(!play.observed.state.refunds.is_empty());
 }

@@ -291,7 +291,7 @@ fn wrong_refunds_are_caught() {
 #[test]
 fn settling_before_the_commit_is_caught_through_the_pipeline() {
     caught(
-        through_the_pipeline(&debit(), &SettlesOnReceipt, real_route()),
+        through_the_pipeline(&debit(), &SettlesOnReceipt, real_route::<ThisProject>()),
         "acknowledged on receipt",
     );
 }

@@ -117,7 +117,7 @@ impl Inbox<Handlers> for TimeoutsAreDuplicates {
     }
 }
 
-impl ImpatientUnderTest for LockTimeoutAsDuplicate {
+impl ImpatientUnderTest<ThisProject> for LockTimeoutAsDuplicate {
     fn name(&self) -> String {
         "lock timeouts taken as duplicates".into()
     }

@@ -19,7 +19,7 @@ use crate::support::harness::SourceUnderTest;
 /// settled, its inbox row is not there.
 pub struct SettlesOnReceipt;
 
-impl SourceUnderTest for SettlesOnReceipt {
+impl SourceUnderTest<Event> for SettlesOnReceipt {
     fn name(&self) -> String {
         "a source that acknowledges on receipt".into()
     }

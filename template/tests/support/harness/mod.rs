@@ -19,11 +19,13 @@
 //! it left behind, and a judged form that returns the same [`Play`] once it
 //! passed, or the [`Violation`] that says what went wrong.
 //!
-//! What does not depend on this project's database schedules (the subject
-//! contract, the judge and its once-only route, the knobs and seeded
-//! generator, handlers wrapped to fail on purpose, the hang watchdog) is
-//! the test kit's (`inbox_kit_testkit::harness`), re-exported here; this
-//! project shows itself to it as [`ThisProject`].
+//! All of that is the test kit's (`inbox_kit_testkit::harness`: the subject
+//! contract, the judge and its once-only route, the required scenarios,
+//! the inboxes they deliver through, the knobs and seeded generator,
+//! handlers wrapped to fail on purpose, the hang watchdog), re-exported
+//! here. This file shows the project to it: [`ThisProject`], and its
+//! database fixture as the test kit's `Fixture` and `Tripwires` (each
+//! method the fixture's own of the same name).
 
 mod judge;
 mod scenarios;
@@ -43,13 +45,16 @@ pub use inbox_kit_testkit::harness::{
 pub use judge::Play;
 pub use scenarios::*;
 
-use inbox_kit_testkit::harness::Project;
+use std::sync::Arc;
+use std::time::Duration;
+
+use inbox_kit_testkit::harness::{Conflicts, HeldClaim, Project, Tripwires};
 
 use {{crate_name}}::event::Event;
-use {{crate_name}}::handlers::{Handlers, Tables};
-use {{crate_name}}::inbox::{DeadLetter, Policy, StorageError};
+use {{crate_name}}::handlers::{self, AnyHandler, Handlers, Tables};
+use {{crate_name}}::inbox::{DeadLetter, Inbox, Policy, StorageError};
 
-use crate::support::database::Fixture;
+use crate::support::database::{CONCURRENT_WRITERS, Fixture};
 
 /// This project as the test kit's harness sees it: its events, the tables
 /// its handlers are handed, its registry and its database fixture.
@@ -60,13 +65,27 @@ impl Project for ThisProject {
     type Tables<'t> = dyn Tables + 't;
     type Registry = Handlers;
     type Fixture = Fixture;
+
+    fn handlers() -> Vec<Arc<AnyHandler>> {
+        handlers::all()
+    }
 }
 
 /// What the test kit's judge reads from a fixture: the fixture's own
 /// methods of the same names.
 impl inbox_kit_testkit::harness::Fixture<ThisProject> for Fixture {
+    const CONCURRENT_WRITERS: bool = CONCURRENT_WRITERS;
+
     fn new() -> Self {
         Fixture::new()
+    }
+
+    fn location(&self) -> String {
+        Fixture::location(self)
+    }
+
+    fn attach(location: &str) -> Self {
+        Fixture::attach(location)
     }
 
     fn identity(&self) -> String {
@@ -78,6 +97,10 @@ impl inbox_kit_testkit::harness::Fixture<ThisProject> for Fixture {
         work: impl FnOnce(&mut (dyn Tables + '_)) -> Result<T, StorageError>,
     ) -> T {
         Fixture::with_tables(self, work)
+    }
+
+    fn waiting_on_locks(&self) -> usize {
+        Fixture::waiting_on_locks(self)
     }
 
     fn inbox_rows(&self, consumer: &str) -> usize {
@@ -100,12 +123,36 @@ impl inbox_kit_testkit::harness::Fixture<ThisProject> for Fixture {
         Fixture::inbox(self, policy)
     }
 
+    fn scratch<T>(work: impl FnOnce(&mut dyn Scratch<ThisProject>) -> T) -> T {
+        Fixture::scratch(|scratch| work(scratch))
+    }
+}
+
+/// The faults this project's fixture sets off: its own methods of the
+/// same names.
+impl Tripwires<ThisProject> for Fixture {
     fn fail_commits(&self, on: bool) {
         Fixture::fail_commits(self, on)
     }
 
-    fn scratch<T>(work: impl FnOnce(&mut dyn Scratch<ThisProject>) -> T) -> T {
-        Fixture::scratch(|scratch| work(scratch))
+    fn refuse_claims(&self, message_ids: &[&str]) {
+        Fixture::refuse_claims(self, message_ids)
+    }
+
+    fn heal_claims(&self) {
+        Fixture::heal_claims(self)
+    }
+
+    fn hold_claim(&self, consumer: &str, id: &str) -> Box<dyn HeldClaim> {
+        Box::new(Fixture::hold_claim(self, consumer, id))
+    }
+
+    fn conflicts(&self) -> Option<Box<dyn Conflicts + '_>> {
+        Fixture::conflicts(self).map(|conflicts| Box::new(conflicts) as Box<dyn Conflicts + '_>)
+    }
+
+    fn impatient_inbox(&self, policy: Policy, wait: Duration) -> Box<dyn Inbox<Handlers>> {
+        Fixture::impatient_inbox(self, policy, wait)
     }
 }
 
@@ -120,22 +167,4 @@ impl<S: Subject<Project = ThisProject>> LocalSubject for S {}
 /// parallel round on PostgreSQL).
 pub fn inbox_rows(fixture: &Fixture, consumer: &str) -> usize {
     fixture.inbox_rows(consumer)
-}
-
-/// A [`Subject`] without its state type, so that subjects of different
-/// types can sit in one list (`subjects::all()`).
-pub trait AnySubject: Sync {
-    /// The consumer the subject tests.
-    fn consumer(&self) -> &'static str;
-    /// Runs every required scenario for it; returns what was violated.
-    fn required_scenarios(&self) -> Vec<Violation>;
-}
-
-impl<S: LocalSubject> AnySubject for S {
-    fn consumer(&self) -> &'static str {
-        self.handler().consumer()
-    }
-    fn required_scenarios(&self) -> Vec<Violation> {
-        required_scenarios(self)
-    }
 }

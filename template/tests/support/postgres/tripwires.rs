@@ -5,6 +5,8 @@
 
 use std::time::Duration;
 
+use inbox_kit_testkit::harness::{self, HeldClaim};
+
 use postgres::Client;
 
 use {{crate_name}}::database::Exec;
@@ -158,9 +160,8 @@ pub struct ClaimHolder {
     client: Client,
 }
 
-impl ClaimHolder {
-    /// Rolls the other transaction back: the claim is free again.
-    pub fn release(mut self) {
+impl HeldClaim for ClaimHolder {
+    fn release(mut self: Box<Self>) {
         self.client
             .batch_execute("ROLLBACK")
             .expect("roll back the claim");
@@ -329,16 +330,16 @@ pub struct Conflicts<'a> {
     fixture: &'a Fixture,
 }
 
-impl Conflicts<'_> {
+impl harness::Conflicts for Conflicts<'_> {
     /// How many times the inbox tries a batch again after it lost a race,
     /// before it reports the conflict.
-    pub fn retries(&self) -> u32 {
+    fn retries(&self) -> u32 {
         {{crate_name}}::database::CONFLICT_RETRIES
     }
 
     /// From now on, the next `times` tries to claim `message_id` lose a
     /// race (a serialization failure); the tries after them succeed.
-    pub fn lose_claims(&self, message_id: &str, times: u32) {
+    fn lose_claims(&self, message_id: &str, times: u32) {
         Tripwire::Conflict.install(self.fixture);
         let allowed = self.tries() + u64::from(times);
         self.fixture.run_sql(&format!(
@@ -350,7 +351,7 @@ impl Conflicts<'_> {
 
     /// How many claims of tripped messages were tried so far, rolled back
     /// or not.
-    pub fn tries(&self) -> u64 {
+    fn tries(&self) -> u64 {
         self.fixture.with_reader(|client, _| {
             let tries: i64 = client
                 .query_one(

@@ -5,6 +5,8 @@
 
 use std::time::Duration;
 
+use inbox_kit_testkit::harness::{self, HeldClaim};
+
 use rusqlite::Connection;
 
 use {{crate_name}}::database::{Database, Settings};
@@ -111,9 +113,8 @@ pub struct ClaimHolder {
     db: Connection,
 }
 
-impl ClaimHolder {
-    /// Rolls the other transaction back: the claim is free again.
-    pub fn release(self) {
+impl HeldClaim for ClaimHolder {
+    fn release(self: Box<Self>) {
         self.db
             .execute_batch("ROLLBACK")
             .expect("roll back the claim");
@@ -238,14 +239,14 @@ impl Fixture {
 /// type (see [`Fixture::conflicts`]).
 pub enum Conflicts {}
 
-impl Conflicts {
-    pub fn retries(&self) -> u32 {
+impl harness::Conflicts for Conflicts {
+    fn retries(&self) -> u32 {
         match *self {}
     }
-    pub fn lose_claims(&self, _message_id: &str, _times: u32) {
+    fn lose_claims(&self, _message_id: &str, _times: u32) {
         match *self {}
     }
-    pub fn tries(&self) -> u64 {
+    fn tries(&self) -> u64 {
         match *self {}
     }
 }

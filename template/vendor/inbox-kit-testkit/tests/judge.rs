@@ -6,15 +6,18 @@
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
+use inbox_kit_runtime::delivery::Inbox;
+use inbox_kit_runtime::envelope::{InvalidEvent, Wire};
 use inbox_kit_runtime::handler::{Handler, HandlerError, Refused, Registry, Subscriber};
 use inbox_kit_runtime::inbox::{DeadLetter, Policy};
 use inbox_kit_runtime::message::{Message, MessageId};
 use inbox_kit_runtime::pipeline::Summary;
 use inbox_kit_runtime::storage::StorageError;
 use inbox_kit_testkit::harness::{
-    Expected, Fixture, LettersOf, Model, Play, Project, Raw, Scratch, Seed, Subject,
-    applied_once_problems, assert_applied_once, facts, observe, state_of,
+    Conflicts, Expected, Fixture, HeldClaim, LettersOf, Model, Play, Project, Raw, Scratch, Seed,
+    Subject, Tripwires, applied_once_problems, assert_applied_once, facts, observe, state_of,
 };
 
 /// The tables of the ledger project: amounts, in order.
@@ -32,23 +35,45 @@ impl Ledger for Vec<i64> {
     }
 }
 
-type BorrowedHandler<'a> = dyn for<'t> Handler<i64, dyn Ledger + 't> + 'a;
+/// The ledger's one event: an amount to add.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Amount(i64);
+
+impl Wire for Amount {
+    fn decode(kind: &str, payload: &str) -> Result<Self, InvalidEvent> {
+        if kind != "Amount" {
+            return Err(InvalidEvent::UnknownType(kind.to_owned()));
+        }
+        payload
+            .parse()
+            .map(Amount)
+            .map_err(|error| InvalidEvent::BadPayload {
+                kind: "Amount",
+                reason: format!("{error}"),
+            })
+    }
+    fn encode(&self) -> (&'static str, String) {
+        ("Amount", self.0.to_string())
+    }
+}
+
+type BorrowedHandler<'a> = dyn for<'t> Handler<Amount, dyn Ledger + 't> + 'a;
 type AnyHandler = BorrowedHandler<'static>;
 
 /// The ledger's handlers, as the runtime's inboxes would know them.
 struct Adders;
 
 impl Registry for Adders {
-    type Event = i64;
+    type Event = Amount;
     type Handler<'a> = BorrowedHandler<'a>;
 
     fn has_set_based(handler: &BorrowedHandler<'_>) -> bool {
         handler.set_based().is_some()
     }
-    fn encode(event: &i64) -> (&'static str, String) {
-        ("Amount", event.to_string())
+    fn encode(event: &Amount) -> (&'static str, String) {
+        event.encode()
     }
-    fn partition_key(_event: &i64) -> u64 {
+    fn partition_key(_event: &Amount) -> u64 {
         0
     }
     fn lend<'a>(handler: &'a AnyHandler) -> &'a BorrowedHandler<'a> {
@@ -62,22 +87,23 @@ struct Adder {
     unlucky: bool,
 }
 
-impl Subscriber<i64> for Adder {
+impl Subscriber<Amount> for Adder {
     fn consumer(&self) -> &'static str {
         "adder"
     }
-    fn subscribes_to(&self, _event: &i64) -> bool {
+    fn subscribes_to(&self, _event: &Amount) -> bool {
         true
     }
 }
 
-impl<T: Ledger + ?Sized> Handler<i64, T> for Adder {
-    fn apply(&self, tables: &mut T, message: &Message<i64>) -> Result<(), HandlerError> {
-        tables.add(message.event);
-        if message.event < 0 {
+impl<T: Ledger + ?Sized> Handler<Amount, T> for Adder {
+    fn apply(&self, tables: &mut T, message: &Message<Amount>) -> Result<(), HandlerError> {
+        let Amount(amount) = message.event;
+        tables.add(amount);
+        if amount < 0 {
             return Err(Refused::because("a negative amount").into());
         }
-        if self.unlucky && message.event == 13 {
+        if self.unlucky && amount == 13 {
             return Err("13 never works".into());
         }
         Ok(())
@@ -96,10 +122,14 @@ struct Memory {
 }
 
 impl Project for Ledgers {
-    type Event = i64;
+    type Event = Amount;
     type Tables<'t> = dyn Ledger + 't;
     type Registry = Adders;
     type Fixture = Memory;
+
+    fn handlers() -> Vec<Arc<AnyHandler>> {
+        vec![Arc::new(Adder { unlucky: false })]
+    }
 }
 
 /// A fresh ledger whose attempts are rolled back when they fail.
@@ -120,9 +150,42 @@ impl Scratch<Ledgers> for Scratched {
     }
 }
 
+/// The judge's tests read a fixture: they set off no fault.
+impl Tripwires<Ledgers> for Memory {
+    fn fail_commits(&self, _on: bool) {
+        unreachable!("no fault is set off")
+    }
+    fn refuse_claims(&self, _message_ids: &[&str]) {
+        unreachable!("no fault is set off")
+    }
+    fn heal_claims(&self) {
+        unreachable!("no fault is set off")
+    }
+    fn hold_claim(&self, _consumer: &str, _id: &str) -> Box<dyn HeldClaim> {
+        unreachable!("no fault is set off")
+    }
+    fn conflicts(&self) -> Option<Box<dyn Conflicts + '_>> {
+        None
+    }
+    fn impatient_inbox(&self, _policy: Policy, _wait: Duration) -> Box<dyn Inbox<Adders>> {
+        unreachable!("no fault is set off")
+    }
+}
+
 impl Fixture<Ledgers> for Memory {
+    const CONCURRENT_WRITERS: bool = false;
+
     fn new() -> Self {
         Self::default()
+    }
+    fn location(&self) -> String {
+        unreachable!("a ledger in memory is in no other process")
+    }
+    fn attach(_location: &str) -> Self {
+        unreachable!("a ledger in memory is in no other process")
+    }
+    fn waiting_on_locks(&self) -> usize {
+        0
     }
     fn identity(&self) -> String {
         "memory".to_owned()
@@ -148,9 +211,6 @@ impl Fixture<Ledgers> for Memory {
     fn raw(&self) -> Box<dyn Raw<Ledgers>> {
         unreachable!("the judge's tests read a fixture; they write nothing")
     }
-    fn fail_commits(&self, _on: bool) {
-        unreachable!("the judge's tests read a fixture; they commit nothing")
-    }
     fn scratch<T>(work: impl FnOnce(&mut dyn Scratch<Ledgers>) -> T) -> T {
         work(&mut Scratched(Vec::new()))
     }
@@ -173,37 +233,38 @@ impl Subject for AdderSubject {
         tables.add(100);
         Ok(())
     }
-    fn fact(&self, id: MessageId, n: usize) -> Message<i64> {
+    fn fact(&self, id: MessageId, n: usize) -> Message<Amount> {
         message(id.as_str(), n as i64)
     }
-    fn resend(&self, message: &Message<i64>) -> Message<i64> {
+    fn resend(&self, message: &Message<Amount>) -> Message<Amount> {
         message.clone()
     }
-    fn repeat(&self, _message: &Message<i64>, _id: MessageId) -> Option<Message<i64>> {
+    fn repeat(&self, _message: &Message<Amount>, _id: MessageId) -> Option<Message<Amount>> {
         None
     }
     fn state(&self, tables: &mut (dyn Ledger + '_)) -> Result<Vec<i64>, StorageError> {
         Ok(tables.amounts())
     }
-    fn model(&self, messages: &[Message<i64>]) -> Model<Vec<i64>> {
+    fn model(&self, messages: &[Message<Amount>]) -> Model<Vec<i64>> {
         let mut model = Model::applied(vec![100]);
         for message in messages {
-            if message.event < 0 {
+            let Amount(amount) = message.event;
+            if amount < 0 {
                 model
                     .refused
                     .insert(message.id.to_string(), "a negative amount".to_owned());
             } else {
-                model.state.push(message.event);
+                model.state.push(amount);
             }
         }
         model
     }
 }
 
-fn message(id: &str, amount: i64) -> Message<i64> {
+fn message(id: &str, amount: i64) -> Message<Amount> {
     Message {
         id: MessageId::new(id).unwrap(),
-        event: amount,
+        event: Amount(amount),
         trace_parent: None,
     }
 }
@@ -345,7 +406,7 @@ fn facts_are_numbered_from_one_under_the_prefix() {
     let made = facts(&subject, "m-", 3);
     let ids: Vec<&str> = made.iter().map(|message| message.id.as_str()).collect();
     assert_eq!(ids, ["m-00001", "m-00002", "m-00003"]);
-    let amounts: Vec<i64> = made.iter().map(|message| message.event).collect();
+    let amounts: Vec<i64> = made.iter().map(|message| message.event.0).collect();
     assert_eq!(amounts, [0, 1, 2], "the n-th fact is made with n");
 }
 

@@ -23,6 +23,7 @@ pub mod project;
 pub mod raw;
 pub mod scenarios;
 pub mod subject;
+pub mod tripwires;
 
 pub use deliver::{
     Fault, applied_facts, deliver_all, deliver_mixed, each_at_once, fixture_for, play_through_fault,
@@ -38,3 +39,4 @@ pub use judge::{
 pub use project::{AnyHandlerOf, Fixture, HandlerOf, Project, Scratch};
 pub use raw::{Raw, apply_alone};
 pub use subject::{EventOf, Model, Seed, Subject, TablesOf, facts};
+pub use tripwires::{Conflicts, HeldClaim, Tripwires};

@@ -6,17 +6,21 @@
 //! harness (the judge, the subjects' contract) is written against them, so
 //! it lives here, in the kit, while the fixture's SQL stays the project's.
 
+use std::sync::Arc;
+
+use inbox_kit_runtime::envelope::Wire;
 use inbox_kit_runtime::handler::{Handler, HandlerError, Registry};
 use inbox_kit_runtime::inbox::{DeadLetter, Policy};
 use inbox_kit_runtime::storage::StorageError;
 
 use super::inboxes::LettersOf;
 use super::raw::Raw;
+use super::tripwires::Tripwires;
 
 /// A project as its harness sees it.
 pub trait Project: Sized + 'static {
     /// The project's events.
-    type Event: Clone + PartialEq + std::fmt::Debug + Send + Sync + 'static;
+    type Event: Wire + Clone + PartialEq + std::fmt::Debug + Send + Sync + 'static;
     /// Every handler's tables within one transaction (`dyn Tables + 't`).
     type Tables<'t>: ?Sized;
     /// The project's registry, as the runtime's inboxes know it: its
@@ -24,6 +28,10 @@ pub trait Project: Sized + 'static {
     type Registry: for<'a> Registry<Event = Self::Event, Handler<'a> = HandlerOf<'a, Self>>;
     /// A fresh database with every table, for one scenario.
     type Fixture: Fixture<Self>;
+
+    /// Every consumer the project runs (its `handlers::all()`): a second
+    /// process finds its consumer among them by name.
+    fn handlers() -> Vec<Arc<AnyHandlerOf<Self>>>;
 }
 
 /// A handler of project `P`, borrowing for `'a`: handed every table of the
@@ -37,9 +45,21 @@ pub type HandlerOf<'a, P> =
 pub type AnyHandlerOf<P> = HandlerOf<'static, P>;
 
 /// A project's database as a test fixture: what the judge reads back.
-pub trait Fixture<P: Project>: Sized + Sync {
+pub trait Fixture<P: Project>: Tripwires<P> + Sized + Sync {
+    /// Whether writers of this database run side by side (PostgreSQL) or
+    /// one at a time, each holding the write lock (SQLite): what the
+    /// rules-across-messages scenario can make race.
+    const CONCURRENT_WRITERS: bool;
+
     /// A fresh database with every table and nothing in them.
     fn new() -> Self;
+
+    /// Where this fixture's database is, for another connection or
+    /// another process ([`Fixture::attach`]).
+    fn location(&self) -> String;
+
+    /// The fixture another process or thread made, at `location`.
+    fn attach(location: &str) -> Self;
 
     /// A name for this fixture that no other of this process has (a
     /// broken inbox that remembers ids in memory keys them by it).
@@ -49,6 +69,10 @@ pub trait Fixture<P: Project>: Sized + Sync {
     /// committed if `work` succeeds; panics on a storage error.
     fn with_tables<T>(&self, work: impl FnOnce(&mut P::Tables<'_>) -> Result<T, StorageError>)
     -> T;
+
+    /// How many of this database's sessions wait on a lock now (0 where
+    /// writers take turns).
+    fn waiting_on_locks(&self) -> usize;
 
     /// Inbox rows recorded for `consumer`.
     fn inbox_rows(&self, consumer: &str) -> usize;
@@ -66,10 +90,6 @@ pub trait Fixture<P: Project>: Sized + Sync {
     /// A new connection to the project's real inbox, dead-lettering by
     /// `policy`.
     fn inbox(&self, policy: Policy) -> LettersOf<P>;
-
-    /// While `on`, every COMMIT on this database fails (a tripwire the
-    /// fixture sets in the database itself).
-    fn fail_commits(&self, on: bool);
 
     /// Runs `work` on the tables of an empty database, in a transaction
     /// that is always rolled back: the once-only route's database.

@@ -6,7 +6,7 @@
 use crate::harness::{
     Expected, InboxUnderTest, PlayOf, Subject, Violation, facts, fixture_for, hangs,
 };
-use crate::harness::{Fault, Fixture, play_through_fault};
+use crate::harness::{Fault, Tripwires, play_through_fault};
 
 /// The step observed after the deliveries whose commit failed.
 pub const COMMIT_FAILED: &str = "after the failed commit";

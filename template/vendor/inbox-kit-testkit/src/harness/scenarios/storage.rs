@@ -8,19 +8,19 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use {{crate_name}}::event::Event;
-use {{crate_name}}::handler::{Handler, HandlerError, Subscriber};
-use {{crate_name}}::handlers::{AnyHandler, Handlers, Tables};
-use {{crate_name}}::inbox::{Inbox, Policy, StorageError, StorageFault};
-use {{crate_name}}::message::Message;
-use {{crate_name}}::pipeline::Summary;
+use inbox_kit_runtime::delivery::Inbox;
+use inbox_kit_runtime::handler::{Handler, HandlerError, Subscriber};
+use inbox_kit_runtime::inbox::Policy;
+use inbox_kit_runtime::message::Message;
+use inbox_kit_runtime::pipeline::Summary;
+use inbox_kit_runtime::storage::{StorageError, StorageFault};
 
-use crate::support::database::Fixture;
-use crate::support::harness::{
-    Expected, InboxUnderTest, LocalSubject, Observed, Play, RealInbox, ThisProject, Violation,
-    fixture_for, hangs, observe,
+use crate::harness::{
+    Expected, InboxUnderTest, Observed, Play, RealInbox, Subject, Violation, fixture_for, hangs,
+    observe,
 };
-use crate::support::harness::{Fault, applied_facts, deliver_all, play_through_fault};
+use crate::harness::{Fault, applied_facts, deliver_all, play_through_fault};
+use crate::harness::{PlayOf, Project, Tripwires};
 
 /// The step observed after the faulty deliveries.
 pub const AFTER_FAULTS: &str = "after the deliveries the database failed";
@@ -29,19 +29,19 @@ pub const AFTER_FAULTS: &str = "after the deliveries the database failed";
 /// faults they inject, so that a fault counted against a message parks it.
 const MAX_ATTEMPTS: u32 = 2;
 /// Faulty deliveries of each message.
-const FAULTS: u32 = 3;
+pub const FAULTS: u32 = 3;
 
 /// The handler, except that its last write fails with a storage fault
 /// (`Unavailable`, as a full disk or a lost connection reports it) for
 /// the first [`FAULTS`] attempts at one message.
-pub struct FaultyWrites {
-    inner: Arc<AnyHandler>,
+pub struct FaultyWrites<H: ?Sized> {
+    inner: Arc<H>,
     id: String,
     left: Mutex<u32>,
 }
 
-impl FaultyWrites {
-    pub fn new(inner: Arc<AnyHandler>, id: &str) -> Self {
+impl<H: ?Sized> FaultyWrites<H> {
+    pub fn new(inner: Arc<H>, id: &str) -> Self {
         Self {
             inner,
             id: id.to_owned(),
@@ -50,18 +50,18 @@ impl FaultyWrites {
     }
 }
 
-impl Subscriber<Event> for FaultyWrites {
+impl<E, H: Subscriber<E> + ?Sized> Subscriber<E> for FaultyWrites<H> {
     fn consumer(&self) -> &'static str {
         self.inner.consumer()
     }
 
-    fn subscribes_to(&self, event: &Event) -> bool {
+    fn subscribes_to(&self, event: &E) -> bool {
         self.inner.subscribes_to(event)
     }
 }
 
-impl<'t> Handler<Event, dyn Tables + 't> for FaultyWrites {
-    fn apply(&self, tables: &mut (dyn Tables + 't), message: &Message) -> Result<(), HandlerError> {
+impl<E, T: ?Sized, H: Handler<E, T> + ?Sized> Handler<E, T> for FaultyWrites<H> {
+    fn apply(&self, tables: &mut T, message: &Message<E>) -> Result<(), HandlerError> {
         self.inner.apply(tables, message)?;
         let mut left = self.left.lock().expect("faults left");
         if message.id.as_str() != self.id || *left == 0 {
@@ -76,11 +76,11 @@ impl<'t> Handler<Event, dyn Tables + 't> for FaultyWrites {
     }
 }
 
-pub fn play_storage_fault_in_handler<S: LocalSubject>(
+pub fn play_storage_fault_in_handler<S: Subject>(
     subject: &S,
-    inbox: &dyn InboxUnderTest<ThisProject>,
+    inbox: &dyn InboxUnderTest<S::Project>,
     count: usize,
-) -> Play<S::State> {
+) -> PlayOf<S> {
     let _scenario = hangs::scenario(format!(
         "storage fault in the handler via {}, for `{}`",
         inbox.name(),
@@ -91,7 +91,7 @@ pub fn play_storage_fault_in_handler<S: LocalSubject>(
     // The first message of every batch faults, so every batch fails.
     let faulty = FaultyWrites::new(subject.handler(), messages[0].id.as_str());
     let mut worker = inbox.open(&fixture);
-    let fault = Fault::<ThisProject> {
+    let fault = Fault::<S::Project> {
         scenario: format!("storage fault in the handler's write via {}", inbox.name()),
         step: AFTER_FAULTS,
         rounds: FAULTS,
@@ -104,11 +104,11 @@ pub fn play_storage_fault_in_handler<S: LocalSubject>(
 
 /// Judged: after the faults nothing applied, nothing settled, no failure
 /// counted and no dead letter; after the redelivery, each message once.
-pub fn storage_fault_in_handler<S: LocalSubject>(
+pub fn storage_fault_in_handler<S: Subject>(
     subject: &S,
-    inbox: &dyn InboxUnderTest<ThisProject>,
+    inbox: &dyn InboxUnderTest<S::Project>,
     count: usize,
-) -> Result<Play<S::State>, Violation> {
+) -> Result<PlayOf<S>, Violation> {
     let play = play_storage_fault_in_handler(subject, inbox, count);
     judge_through_fault(play, subject, AFTER_FAULTS)
 }
@@ -116,11 +116,11 @@ pub fn storage_fault_in_handler<S: LocalSubject>(
 /// Judges a fault's play: at [`AFTER_FAULTS`] nothing held against the
 /// messages (a violation says it was `during` the fault), at the end each
 /// message once.
-fn judge_through_fault<S: LocalSubject>(
-    play: Play<S::State>,
+fn judge_through_fault<S: Subject>(
+    play: PlayOf<S>,
     subject: &S,
     during: &str,
-) -> Result<Play<S::State>, Violation> {
+) -> Result<PlayOf<S>, Violation> {
     let problems = nothing_held_against(play.step(AFTER_FAULTS), subject)?;
     if !problems.is_empty() {
         return Err(play.violation(&format!("{during}: {}", problems.join("; "))));
@@ -130,7 +130,7 @@ fn judge_through_fault<S: LocalSubject>(
 
 /// What is wrong with `faulted`, the state after batches the database
 /// failed: anything applied or settled, a failure counted, a dead letter.
-fn nothing_held_against<S: LocalSubject>(
+fn nothing_held_against<S: Subject>(
     faulted: &Observed<S::State>,
     subject: &S,
 ) -> Result<Vec<String>, Violation> {
@@ -162,36 +162,46 @@ fn nothing_held_against<S: LocalSubject>(
 
 /// How an inbox that gives up on a lock is opened: the real one, or a
 /// broken one.
-pub trait ImpatientUnderTest: Sync {
+pub trait ImpatientUnderTest<P: Project>: Sync {
     fn name(&self) -> String;
-    fn open(&self, fixture: &Fixture, policy: Policy, wait: Duration) -> Box<dyn Inbox<Handlers>>;
+    fn open(
+        &self,
+        fixture: &P::Fixture,
+        policy: Policy,
+        wait: Duration,
+    ) -> Box<dyn Inbox<P::Registry>>;
 }
 
 /// The real inbox, impatient.
 pub struct RealImpatient;
 
-impl ImpatientUnderTest for RealImpatient {
+impl<P: Project> ImpatientUnderTest<P> for RealImpatient {
     fn name(&self) -> String {
         "real inbox".into()
     }
-    fn open(&self, fixture: &Fixture, policy: Policy, wait: Duration) -> Box<dyn Inbox<Handlers>> {
+    fn open(
+        &self,
+        fixture: &P::Fixture,
+        policy: Policy,
+        wait: Duration,
+    ) -> Box<dyn Inbox<P::Registry>> {
         fixture.impatient_inbox(policy, wait)
     }
 }
 
 /// How long the impatient inbox waits for a lock.
-const LOCK_WAIT: Duration = Duration::from_millis(200);
+pub const LOCK_WAIT: Duration = Duration::from_millis(200);
 
 /// Another transaction claims the first message and keeps its transaction
 /// open; the inbox under test, which waits at most [`LOCK_WAIT`] for a
 /// lock, delivers every message [`FAULTS`] times, more than the attempts
 /// it allows (a timeout is not a failure, so none may count). Then the
 /// other transaction rolls back, and everything is delivered again.
-pub fn play_claim_held_elsewhere<S: LocalSubject>(
+pub fn play_claim_held_elsewhere<S: Subject>(
     subject: &S,
-    inbox: &dyn ImpatientUnderTest,
+    inbox: &dyn ImpatientUnderTest<S::Project>,
     count: usize,
-) -> Play<S::State> {
+) -> PlayOf<S> {
     let _scenario = hangs::scenario(format!(
         "claim held elsewhere via {}, for `{}`",
         inbox.name(),
@@ -205,7 +215,7 @@ pub fn play_claim_held_elsewhere<S: LocalSubject>(
     };
     let mut worker = inbox.open(&fixture, policy, LOCK_WAIT);
     let holder = fixture.hold_claim(handler.consumer(), messages[0].id.as_str());
-    let fault = Fault::<ThisProject> {
+    let fault = Fault::<S::Project> {
         scenario: format!("claim held by another transaction via {}", inbox.name()),
         step: AFTER_FAULTS,
         rounds: FAULTS,
@@ -220,11 +230,11 @@ pub fn play_claim_held_elsewhere<S: LocalSubject>(
 /// Judged: while the claim was held, nothing applied and nothing was
 /// called a duplicate (the other transaction had committed nothing), no
 /// failure was counted; after it rolled back, each message applies once.
-pub fn claim_held_elsewhere<S: LocalSubject>(
+pub fn claim_held_elsewhere<S: Subject>(
     subject: &S,
-    inbox: &dyn ImpatientUnderTest,
+    inbox: &dyn ImpatientUnderTest<S::Project>,
     count: usize,
-) -> Result<Play<S::State>, Violation> {
+) -> Result<PlayOf<S>, Violation> {
     let play = play_claim_held_elsewhere(subject, inbox, count);
     judge_through_fault(play, subject, "while another transaction held a claim")
 }
@@ -234,11 +244,11 @@ pub fn claim_held_elsewhere<S: LocalSubject>(
 /// or a full table raises it); every message is delivered [`FAULTS`]
 /// times, more than the attempts allowed. Then the database accepts it
 /// again, and everything is delivered once more.
-pub fn play_claim_refused<S: LocalSubject>(
+pub fn play_claim_refused<S: Subject>(
     subject: &S,
-    inbox: &dyn InboxUnderTest<ThisProject>,
+    inbox: &dyn InboxUnderTest<S::Project>,
     count: usize,
-) -> Play<S::State> {
+) -> PlayOf<S> {
     let _scenario = hangs::scenario(format!(
         "claim refused via {}, for `{}`",
         inbox.name(),
@@ -249,7 +259,7 @@ pub fn play_claim_refused<S: LocalSubject>(
     let messages = applied_facts(subject, count);
     fixture.refuse_claims(&[messages[0].id.as_str()]);
     let mut worker = inbox.open(&fixture);
-    let fault = Fault::<ThisProject> {
+    let fault = Fault::<S::Project> {
         scenario: format!("claim refused by the database via {}", inbox.name()),
         step: AFTER_FAULTS,
         rounds: FAULTS,
@@ -264,11 +274,11 @@ pub fn play_claim_refused<S: LocalSubject>(
 /// Judged: while the claim was refused, nothing applied, nothing was called
 /// a duplicate (only a duplicate key means that), no failure was counted;
 /// once accepted, each message applies once.
-pub fn claim_refused<S: LocalSubject>(
+pub fn claim_refused<S: Subject>(
     subject: &S,
-    inbox: &dyn InboxUnderTest<ThisProject>,
+    inbox: &dyn InboxUnderTest<S::Project>,
     count: usize,
-) -> Result<Play<S::State>, Violation> {
+) -> Result<PlayOf<S>, Violation> {
     let play = play_claim_refused(subject, inbox, count);
     judge_through_fault(play, subject, "while the database refused a claim")
 }
@@ -281,10 +291,10 @@ pub const AFTER_CONFLICTS: &str = "after a batch that lost every race it was ret
 /// retries applies on its last try; one that loses once more fails as a
 /// whole without counting anything against its messages, and its
 /// redelivery applies it. `Ok(None)` on a database without such races.
-pub fn conflicts_retried<S: LocalSubject>(
+pub fn conflicts_retried<S: Subject>(
     subject: &S,
-    inbox: &dyn InboxUnderTest<ThisProject>,
-) -> Result<Option<Play<S::State>>, Violation> {
+    inbox: &dyn InboxUnderTest<S::Project>,
+) -> Result<Option<PlayOf<S>>, Violation> {
     let _scenario = hangs::scenario(format!(
         "conflicts retried via {}, for `{}`",
         inbox.name(),

@@ -33,21 +33,19 @@ use std::process::Stdio;
 use std::sync::{Barrier, Condvar, Mutex};
 use std::time::Duration;
 
-use {{crate_name}}::event::Event;
-use {{crate_name}}::handler::{Handler, HandlerError, Subscriber};
-use {{crate_name}}::handlers::{BorrowedHandler, Handlers, Tables};
-use {{crate_name}}::inbox::Inbox;
-use {{crate_name}}::message::Message;
-use {{crate_name}}::pipeline::Summary;
+use inbox_kit_runtime::delivery::Inbox;
+use inbox_kit_runtime::handler::{Handler, HandlerError, Subscriber};
+use inbox_kit_runtime::message::Message;
+use inbox_kit_runtime::pipeline::Summary;
 
 use super::process::{
     Assignment, from_lines, second_process, summary_from_json, summary_to_json, to_lines,
 };
-use crate::support::database::{CONCURRENT_WRITERS, Fixture};
-use crate::support::harness::deliver_all;
-use crate::support::harness::{
-    InboxUnderTest, LocalSubject, Play, ThisProject, Violation, env_number, fixture_for, hangs,
-    observe, state_against,
+use crate::harness::deliver_all;
+use crate::harness::env::env_number;
+use crate::harness::{EventOf, Fixture, HandlerOf, PlayOf, Project};
+use crate::harness::{
+    InboxUnderTest, Play, Subject, Violation, fixture_for, hangs, observe, state_against,
 };
 
 /// Rounds the scenario plays unless `SERIAL_ROUNDS` says otherwise (at
@@ -87,14 +85,14 @@ enum Place {
 /// time; a check under a lock waits and sees them all. (Connections of the
 /// second process waiting for a lock are counted too: the gate may open
 /// early, never late.)
-struct Gate<'a> {
+struct Gate<'a, P: Project> {
     places: Mutex<Vec<Place>>,
     moved: Condvar,
-    fixture: &'a Fixture,
+    fixture: &'a P::Fixture,
 }
 
-impl<'a> Gate<'a> {
-    fn new(workers: usize, fixture: &'a Fixture) -> Self {
+impl<'a, P: Project> Gate<'a, P> {
+    fn new(workers: usize, fixture: &'a P::Fixture) -> Self {
         Self {
             places: Mutex::new(vec![Place::Running; workers]),
             moved: Condvar::new(),
@@ -131,24 +129,28 @@ impl<'a> Gate<'a> {
 }
 
 /// The handler of one worker of an at-once round, then the gate.
-struct GatedHandler<'a> {
-    inner: &'a BorrowedHandler<'a>,
-    gate: &'a Gate<'a>,
+struct GatedHandler<'a, P: Project> {
+    inner: &'a HandlerOf<'a, P>,
+    gate: &'a Gate<'a, P>,
     worker: usize,
 }
 
-impl Subscriber<Event> for GatedHandler<'_> {
+impl<P: Project> Subscriber<P::Event> for GatedHandler<'_, P> {
     fn consumer(&self) -> &'static str {
         self.inner.consumer()
     }
 
-    fn subscribes_to(&self, event: &Event) -> bool {
+    fn subscribes_to(&self, event: &P::Event) -> bool {
         self.inner.subscribes_to(event)
     }
 }
 
-impl<'t> Handler<Event, dyn Tables + 't> for GatedHandler<'_> {
-    fn apply(&self, tables: &mut (dyn Tables + 't), message: &Message) -> Result<(), HandlerError> {
+impl<'t, P: Project> Handler<P::Event, P::Tables<'t>> for GatedHandler<'_, P> {
+    fn apply(
+        &self,
+        tables: &mut P::Tables<'t>,
+        message: &Message<P::Event>,
+    ) -> Result<(), HandlerError> {
         self.gate.set(self.worker, Place::Running);
         let applied = self.inner.apply(tables, message);
         self.gate.pass(self.worker);
@@ -173,17 +175,17 @@ fn orders<T: Clone>(items: &[T]) -> Vec<Vec<T>> {
     all
 }
 
-pub fn rules_across_messages<S: LocalSubject>(
+pub fn rules_across_messages<S: Subject>(
     subject: &S,
-    inbox: &dyn InboxUnderTest<ThisProject>,
-) -> Result<Play<S::State>, Violation> {
+    inbox: &dyn InboxUnderTest<S::Project>,
+) -> Result<PlayOf<S>, Violation> {
     let _scenario = hangs::scenario(format!(
         "rules across messages via {}, for `{}`",
         inbox.name(),
         subject.handler().consumer()
     ));
     let wanted = env_number("SERIAL_ROUNDS", SERIAL_ROUNDS as u64) as usize;
-    let rounds: Vec<Vec<Message>> = (0..wanted)
+    let rounds: Vec<Vec<Message<EventOf<S>>>> = (0..wanted)
         .map(|round| subject.contended(round))
         .take_while(|messages| !messages.is_empty())
         .collect();
@@ -234,7 +236,7 @@ pub fn rules_across_messages<S: LocalSubject>(
     said("serial: ready");
 
     let mut workers: Vec<_> = (0..LOCAL).map(|_| inbox.open(&fixture)).collect();
-    let mut history: Vec<Message> = Vec::new();
+    let mut history: Vec<Message<EventOf<S>>> = Vec::new();
     let mut outcomes = Summary::default();
     for (round, messages) in rounds.iter().enumerate() {
         let local = &messages[..LOCAL.min(messages.len())];
@@ -313,17 +315,17 @@ pub fn rules_across_messages<S: LocalSubject>(
 /// held at the [`Gate`] before their commits where writers run side by
 /// side, the second process's at the same moment. Returns the outcomes
 /// here and there.
-fn at_once(
-    workers: &mut [Box<dyn Inbox<Handlers>>],
-    handler: &BorrowedHandler<'_>,
-    fixture: &Fixture,
-    local: &[Message],
+fn at_once<P: Project>(
+    workers: &mut [Box<dyn Inbox<P::Registry>>],
+    handler: &HandlerOf<'_, P>,
+    fixture: &P::Fixture,
+    local: &[Message<P::Event>],
     round: usize,
     to_helper: &mut impl Write,
     said: &mut impl FnMut(&str) -> String,
 ) -> (Summary, Summary) {
     let start = Barrier::new(local.len() + 1);
-    let gate = Gate::new(local.len(), fixture);
+    let gate = Gate::<P>::new(local.len(), fixture);
     let here = std::thread::scope(|scope| {
         let threads: Vec<_> = workers
             .iter_mut()
@@ -341,8 +343,11 @@ fn at_once(
                         gate,
                         worker,
                     };
-                    let deliverer: &BorrowedHandler<'_> =
-                        if CONCURRENT_WRITERS { &gated } else { handler };
+                    let deliverer: &HandlerOf<'_, P> = if P::Fixture::CONCURRENT_WRITERS {
+                        &gated
+                    } else {
+                        handler
+                    };
                     let waiting =
                         hangs::waiting(format!("{name} at the start, waiting for the others"));
                     start.wait();
@@ -370,10 +375,10 @@ fn at_once(
 }
 
 /// One round in turns: a message here, one there, and so on.
-fn in_turns(
-    workers: &mut [Box<dyn Inbox<Handlers>>],
-    handler: &BorrowedHandler<'_>,
-    local: &[Message],
+fn in_turns<P: Project>(
+    workers: &mut [Box<dyn Inbox<P::Registry>>],
+    handler: &HandlerOf<'_, P>,
+    local: &[Message<P::Event>],
     remote: usize,
     round: usize,
     to_helper: &mut impl Write,
@@ -404,8 +409,8 @@ fn counts(json: &str) -> Summary {
 /// The second process's part: its share of every round, each delivered
 /// by its own worker when told to: `go R` all of round R's at once,
 /// `one R K` only the K-th.
-pub(super) fn second_process_rounds(assignment: &Assignment) {
-    let rounds: Vec<Vec<Message>> = assignment.value["rounds"]
+pub(super) fn second_process_rounds<P: Project>(assignment: &Assignment<P>) {
+    let rounds: Vec<Vec<Message<P::Event>>> = assignment.value["rounds"]
         .as_array()
         .expect("rounds")
         .iter()
@@ -436,7 +441,7 @@ pub(super) fn second_process_rounds(assignment: &Assignment) {
             _ => continue,
         };
         let handler = assignment.handler.as_ref();
-        let chosen: Vec<(usize, &Message)> = rounds[round]
+        let chosen: Vec<(usize, &Message<P::Event>)> = rounds[round]
             .iter()
             .enumerate()
             .filter(|(at, _)| only.is_none_or(|turn| turn == *at))

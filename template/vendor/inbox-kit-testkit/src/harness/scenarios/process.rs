@@ -5,14 +5,12 @@
 
 use std::process::Command;
 
-use {{crate_name}}::envelope::{parse_line, to_line};
-use {{crate_name}}::handlers;
-use {{crate_name}}::handlers::AnyHandler;
-use {{crate_name}}::message::Message;
-use {{crate_name}}::pipeline::Summary;
+use inbox_kit_runtime::envelope::{Wire, parse_line, to_line};
+use inbox_kit_runtime::handler::pick;
+use inbox_kit_runtime::message::Message;
+use inbox_kit_runtime::pipeline::Summary;
 
-use crate::support::database::Fixture;
-use crate::support::harness::{InboxUnderTest, ThisProject, hangs};
+use crate::harness::{AnyHandlerOf, Fixture, InboxUnderTest, Project, hangs};
 
 /// The test that plays the second process. Every test binary that plays
 /// the restart or rules-across-messages scenario declares it, calling
@@ -33,14 +31,14 @@ pub fn second_process(assignment: &serde_json::Value) -> Command {
 }
 
 /// What the second process was given, parsed.
-pub struct Assignment {
+pub struct Assignment<P: Project> {
     pub value: serde_json::Value,
-    pub inbox: Box<dyn InboxUnderTest<ThisProject>>,
-    pub handler: std::sync::Arc<AnyHandler>,
-    pub fixture: Fixture,
+    pub inbox: Box<dyn InboxUnderTest<P>>,
+    pub handler: std::sync::Arc<AnyHandlerOf<P>>,
+    pub fixture: P::Fixture,
 }
 
-impl Assignment {
+impl<P: Project> Assignment<P> {
     /// A text field of the assignment.
     pub fn text(&self, name: &str) -> String {
         self.value[name]
@@ -53,8 +51,8 @@ impl Assignment {
 /// Plays the second process's part when this process is one (its
 /// assignment is in the environment); does nothing otherwise.
 /// `inbox_named` finds the inbox under test by its name.
-pub fn serve_second_process(
-    inbox_named: impl Fn(&str) -> Option<Box<dyn InboxUnderTest<ThisProject>>>,
+pub fn serve_second_process<P: Project>(
+    inbox_named: impl Fn(&str) -> Option<Box<dyn InboxUnderTest<P>>>,
 ) {
     let Ok(assignment) = std::env::var(ASSIGNMENT) else {
         println!("only a scenario's second process does something here");
@@ -65,19 +63,21 @@ pub fn serve_second_process(
     let inbox = inbox_named(&field("inbox"))
         .unwrap_or_else(|| panic!("no inbox under test named {:?}", field("inbox")));
     let consumer = field("consumer");
-    // `select` checks every consumer first: two sharing a name would
+    // `pick` checks every consumer first: two sharing a name would
     // otherwise hand this process the wrong one, and its failure would
     // blame the scenario instead of the name.
-    let handler = handlers::select(std::slice::from_ref(&consumer))
-        .unwrap_or_else(|error| panic!("the second process cannot find its consumer: {error}"))
-        .remove(0);
+    let handlers = P::handlers();
+    let names: Vec<&str> = handlers.iter().map(|handler| handler.consumer()).collect();
+    let at = pick(std::slice::from_ref(&consumer), &names)
+        .unwrap_or_else(|error| panic!("the second process cannot find its consumer: {error}"))[0];
+    let handler = handlers[at].clone();
     let kind = field("kind");
     let _scenario = hangs::scenario(format!(
         "the second process of `{kind}` via {}, for `{consumer}`",
         inbox.name()
     ));
     let assignment = Assignment {
-        fixture: Fixture::attach(&field("fixture")),
+        fixture: P::Fixture::attach(&field("fixture")),
         inbox,
         handler,
         value,
@@ -90,12 +90,12 @@ pub fn serve_second_process(
 }
 
 /// Messages as the lines of `run`'s input, to hand to another process.
-pub fn to_lines(messages: &[Message]) -> Vec<String> {
+pub fn to_lines<E: Wire>(messages: &[Message<E>]) -> Vec<String> {
     messages.iter().map(to_line).collect()
 }
 
 /// The messages written by [`to_lines`].
-pub fn from_lines<'a>(lines: impl IntoIterator<Item = &'a str>) -> Vec<Message> {
+pub fn from_lines<'a, E: Wire>(lines: impl IntoIterator<Item = &'a str>) -> Vec<Message<E>> {
     lines
         .into_iter()
         .map(|line| parse_line(line.as_bytes()).expect("a message written by the first process"))

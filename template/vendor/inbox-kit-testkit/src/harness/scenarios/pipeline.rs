@@ -21,19 +21,20 @@ use std::sync::{Arc, Mutex};
 
 use crossbeam_channel::Sender;
 
-use {{crate_name}}::event::Event;
-use {{crate_name}}::handlers::{AnyHandler, Handlers};
-use {{crate_name}}::inbox::{Delivery, Inbox, Outcome, Policy, StorageError};
-use {{crate_name}}::message::Message;
-use {{crate_name}}::pipeline::{self, ByPartitionKey, Options, Route, Summary};
-use {{crate_name}}::source::{Acknowledge, Incoming, Source, Stop, Verdict};
+use inbox_kit_runtime::delivery::{Delivery, Inbox};
+use inbox_kit_runtime::handler::Registry;
+use inbox_kit_runtime::inbox::{Outcome, Policy};
+use inbox_kit_runtime::message::Message;
+use inbox_kit_runtime::pipeline::{self, ByPartitionKey, Options, Route, Summary};
+use inbox_kit_runtime::source::{Acknowledge, Incoming, Source, Stop, Verdict};
+use inbox_kit_runtime::storage::StorageError;
 
-use crate::support::database::Fixture;
-use crate::support::harness::{
-    Expected, FailFirstAttempt, LocalSubject, Play, RealInbox, Violation, facts, fixture_for,
-    hangs, observe,
+use crate::harness::Raw;
+use crate::harness::faults::FailFirstAttempt;
+use crate::harness::{AnyHandlerOf, EventOf, Fixture, PlayOf, Project};
+use crate::harness::{
+    Expected, Play, RealInbox, Subject, Violation, facts, fixture_for, hangs, observe,
 };
-use crate::support::harness::{Raw, ThisProject};
 
 /// Workers the pipeline runs.
 const WORKERS: usize = 4;
@@ -50,15 +51,25 @@ pub struct Settled {
 }
 
 /// The settles of one run, shared by the acknowledgement handles.
-#[derive(Clone)]
-struct Witness {
+struct Witness<P: Project> {
     consumer: &'static str,
     /// Another connection than the workers'.
-    raw: Arc<Mutex<Box<dyn Raw<ThisProject>>>>,
+    raw: Arc<Mutex<Box<dyn Raw<P>>>>,
     log: Arc<Mutex<Vec<Settled>>>,
 }
 
-impl Witness {
+// Written out: a derive would ask `P` itself to be `Clone`.
+impl<P: Project> Clone for Witness<P> {
+    fn clone(&self) -> Self {
+        Self {
+            consumer: self.consumer,
+            raw: self.raw.clone(),
+            log: self.log.clone(),
+        }
+    }
+}
+
+impl<P: Project> Witness<P> {
     fn saw(&self, id: &str, verdict: Verdict) {
         let mut raw = self.raw.lock().expect("witness");
         let recorded = raw
@@ -79,12 +90,12 @@ impl Witness {
 
 /// An acknowledgement handle that checks, when it is settled, what is
 /// committed.
-struct Checked {
+struct Checked<P: Project> {
     id: String,
-    witness: Witness,
+    witness: Witness<P>,
 }
 
-impl Acknowledge for Checked {
+impl<P: Project> Acknowledge for Checked<P> {
     fn settle(self: Box<Self>, verdict: Verdict) {
         self.witness.saw(&self.id, verdict);
     }
@@ -92,13 +103,17 @@ impl Acknowledge for Checked {
 
 /// A source double: `messages` in chunks of five, each with a checking
 /// handle, then the end.
-pub struct Scripted {
-    messages: Vec<Message>,
-    witness: Witness,
+pub struct Scripted<P: Project> {
+    messages: Vec<Message<P::Event>>,
+    witness: Witness<P>,
 }
 
-impl Source<Event> for Scripted {
-    fn run(self: Box<Self>, chunks: &Sender<Vec<Incoming>>, _stop: &Stop) -> anyhow::Result<u64> {
+impl<P: Project> Source<P::Event> for Scripted<P> {
+    fn run(
+        self: Box<Self>,
+        chunks: &Sender<Vec<Incoming<P::Event>>>,
+        _stop: &Stop,
+    ) -> anyhow::Result<u64> {
         let Self { messages, witness } = *self;
         for chunk in messages.chunks(5) {
             let incoming = chunk
@@ -121,34 +136,34 @@ impl Source<Event> for Scripted {
 }
 
 /// How a source is given to the pipeline: as it is, or broken.
-pub trait SourceUnderTest: Sync {
+pub trait SourceUnderTest<E>: Sync {
     fn name(&self) -> String;
-    fn wrap(&self, source: Box<dyn Source<Event>>) -> Box<dyn Source<Event>>;
+    fn wrap(&self, source: Box<dyn Source<E>>) -> Box<dyn Source<E>>;
 }
 
 /// The source as it is.
 pub struct RealSource;
 
-impl SourceUnderTest for RealSource {
+impl<E> SourceUnderTest<E> for RealSource {
     fn name(&self) -> String {
         "a source that settles what the pipeline says".into()
     }
-    fn wrap(&self, source: Box<dyn Source<Event>>) -> Box<dyn Source<Event>> {
+    fn wrap(&self, source: Box<dyn Source<E>>) -> Box<dyn Source<E>> {
         source
     }
 }
 
 /// The real inbox, recording which worker delivered what.
-struct Recording {
-    inner: Box<dyn Inbox<Handlers>>,
+struct Recording<R: Registry> {
+    inner: Box<dyn Inbox<R>>,
     worker: usize,
     log: Arc<Mutex<Vec<(usize, String)>>>,
     /// The scenario it delivers for (the pipeline's threads are its own).
     context: Option<hangs::Context>,
 }
 
-impl Inbox<Handlers> for Recording {
-    fn deliver_batch(&mut self, batch: &[Delivery<'_>]) -> Result<Vec<Outcome>, StorageError> {
+impl<R: Registry> Inbox<R> for Recording<R> {
+    fn deliver_batch(&mut self, batch: &[Delivery<'_, R>]) -> Result<Vec<Outcome>, StorageError> {
         let mut log = self.log.lock().expect("routing log");
         log.extend(
             batch
@@ -174,12 +189,12 @@ struct Run {
     routed: Vec<(usize, String)>,
 }
 
-fn run_pipeline(
-    fixture: &Fixture,
-    handler: Arc<AnyHandler>,
-    messages: Vec<Message>,
-    source: &dyn SourceUnderTest,
-    route: Arc<dyn Route<Event>>,
+fn run_pipeline<P: Project>(
+    fixture: &P::Fixture,
+    handler: Arc<AnyHandlerOf<P>>,
+    messages: Vec<Message<P::Event>>,
+    source: &dyn SourceUnderTest<P::Event>,
+    route: Arc<dyn Route<P::Event>>,
 ) -> Run {
     let witness = Witness {
         consumer: handler.consumer(),
@@ -191,23 +206,23 @@ fn run_pipeline(
     let open = {
         let (routed, database) = (routed.clone(), fixture.location());
         let context = hangs::context();
-        move || -> Result<Recording, StorageError> {
+        move || -> Result<Recording<P::Registry>, StorageError> {
             let worker = workers.fetch_add(1, Ordering::SeqCst);
             Ok(Recording {
-                inner: Fixture::attach(&database).inbox(Policy::default()),
+                inner: P::Fixture::attach(&database).inbox(Policy::default()),
                 worker,
                 log: routed.clone(),
                 context: context.clone(),
             })
         }
     };
-    let options = Options {
+    let options = Options::<P::Registry> {
         workers: WORKERS,
         batch_size: 8,
         route,
         ..Options::default()
     };
-    let scripted = Box::new(Scripted {
+    let scripted = Box::new(Scripted::<P> {
         messages,
         witness: witness.clone(),
     });
@@ -231,11 +246,11 @@ fn run_pipeline(
     }
 }
 
-pub fn through_the_pipeline<S: LocalSubject>(
+pub fn through_the_pipeline<S: Subject>(
     subject: &S,
-    source: &dyn SourceUnderTest,
-    route: Arc<dyn Route<Event>>,
-) -> Result<Play<S::State>, Violation> {
+    source: &dyn SourceUnderTest<EventOf<S>>,
+    route: Arc<dyn Route<EventOf<S>>>,
+) -> Result<PlayOf<S>, Violation> {
     let _scenario = hangs::scenario(format!(
         "through the pipeline, {}, for `{}`",
         source.name(),
@@ -255,8 +270,9 @@ pub fn through_the_pipeline<S: LocalSubject>(
         .take(2)
         .map(|message| message.id.to_string())
         .collect();
-    let handler: Arc<AnyHandler> = Arc::new(FailFirstAttempt::new(subject.handler(), failing));
-    let first = run_pipeline(
+    let handler: Arc<AnyHandlerOf<S::Project>> =
+        Arc::new(FailFirstAttempt::new(subject.handler(), failing));
+    let first = run_pipeline::<S::Project>(
         &fixture,
         handler.clone(),
         messages.clone(),
@@ -275,7 +291,10 @@ pub fn through_the_pipeline<S: LocalSubject>(
         observed: observe(&fixture, subject, first.summary),
     };
     let mut problems = settle_problems(&messages, &first.settled);
-    problems.extend(routing_problems(&messages, &first.routed));
+    problems.extend(routing_problems::<<S::Project as Project>::Registry>(
+        &messages,
+        &first.routed,
+    ));
     if !problems.is_empty() {
         return Err(play.violation(&problems.join("; ")));
     }
@@ -285,12 +304,12 @@ pub fn through_the_pipeline<S: LocalSubject>(
         .filter(|settled| settled.verdict == Verdict::Retry)
         .map(|settled| settled.id.as_str())
         .collect();
-    let redelivered: Vec<Message> = messages
+    let redelivered: Vec<Message<EventOf<S>>> = messages
         .iter()
         .filter(|message| retried.contains(message.id.as_str()))
         .cloned()
         .collect();
-    let second = run_pipeline(&fixture, handler, redelivered.clone(), source, route);
+    let second = run_pipeline::<S::Project>(&fixture, handler, redelivered.clone(), source, route);
     let problems = settle_problems(&redelivered, &second.settled);
     let mut outcomes = first.summary;
     outcomes += second.summary;
@@ -313,7 +332,7 @@ pub fn through_the_pipeline<S: LocalSubject>(
 }
 
 /// What is wrong with the settles seen for `messages`.
-fn settle_problems(messages: &[Message], settled: &[Settled]) -> Vec<String> {
+fn settle_problems<E>(messages: &[Message<E>], settled: &[Settled]) -> Vec<String> {
     let mut problems = Vec::new();
     let mut times: BTreeMap<&str, usize> = BTreeMap::new();
     for seen in settled {
@@ -345,7 +364,10 @@ fn settle_problems(messages: &[Message], settled: &[Settled]) -> Vec<String> {
 }
 
 /// What is wrong with how the pipeline spread `messages` over workers.
-fn routing_problems(messages: &[Message], routed: &[(usize, String)]) -> Vec<String> {
+fn routing_problems<R: Registry>(
+    messages: &[Message<R::Event>],
+    routed: &[(usize, String)],
+) -> Vec<String> {
     let position: BTreeMap<&str, usize> = messages
         .iter()
         .enumerate()
@@ -359,7 +381,7 @@ fn routing_problems(messages: &[Message], routed: &[(usize, String)]) -> Vec<Str
         }
         let at = position[id.as_str()];
         by_key
-            .entry(messages[at].event.partition_key())
+            .entry(R::partition_key(&messages[at].event))
             .or_default()
             .push((*worker, at));
     }
@@ -381,7 +403,8 @@ fn routing_problems(messages: &[Message], routed: &[(usize, String)]) -> Vec<Str
     problems
 }
 
-/// The routing this consumer uses, for [`through_the_pipeline`].
-pub fn real_route() -> Arc<dyn Route<Event>> {
-    Arc::new(ByPartitionKey::<Handlers>::default())
+/// The routing the runtime's pipeline uses by default, for
+/// [`through_the_pipeline`].
+pub fn real_route<P: Project>() -> Arc<dyn Route<P::Event>> {
+    Arc::new(ByPartitionKey::<P::Registry>::default())
 }

@@ -6,27 +6,27 @@
 //! database is caught: reopening a connection in the same process would
 //! not notice.
 
-use {{crate_name}}::message::Message;
-use {{crate_name}}::pipeline::Summary;
+use inbox_kit_runtime::message::Message;
+use inbox_kit_runtime::pipeline::Summary;
 
 use super::process::{
     Assignment, SECOND_PROCESS_TEST, from_lines, second_process, summary_from_json,
     summary_to_json, to_lines,
 };
-use crate::support::database::Fixture;
-use crate::support::harness::deliver_all;
-use crate::support::harness::{
-    InboxUnderTest, LocalSubject, Play, ThisProject, Violation, facts, fixture_for, hangs, observe,
+use crate::harness::deliver_all;
+use crate::harness::{Fixture, PlayOf, Project};
+use crate::harness::{
+    InboxUnderTest, Play, Subject, Violation, facts, fixture_for, hangs, observe,
 };
 
 /// The step observed after the first process's round.
 pub const FIRST_PROCESS: &str = "after the first process";
 
-pub fn play_restart<S: LocalSubject>(
+pub fn play_restart<S: Subject>(
     subject: &S,
-    inbox: &dyn InboxUnderTest<ThisProject>,
+    inbox: &dyn InboxUnderTest<S::Project>,
     count: usize,
-) -> Play<S::State> {
+) -> PlayOf<S> {
     let _scenario = hangs::scenario(format!(
         "restart via {}, for `{}`",
         inbox.name(),
@@ -52,20 +52,20 @@ pub fn play_restart<S: LocalSubject>(
     }
 }
 
-pub fn restart<S: LocalSubject>(
+pub fn restart<S: Subject>(
     subject: &S,
-    inbox: &dyn InboxUnderTest<ThisProject>,
+    inbox: &dyn InboxUnderTest<S::Project>,
     count: usize,
-) -> Result<Play<S::State>, Violation> {
+) -> Result<PlayOf<S>, Violation> {
     play_restart(subject, inbox, count).judge(subject)
 }
 
 /// Runs the second round in a new process and returns its outcomes.
-fn second_process_round(
-    fixture: &Fixture,
-    inbox: &dyn InboxUnderTest<ThisProject>,
+fn second_process_round<P: Project>(
+    fixture: &P::Fixture,
+    inbox: &dyn InboxUnderTest<P>,
     consumer: &str,
-    messages: &[Message],
+    messages: &[Message<P::Event>],
 ) -> Summary {
     let folder = tempfile::tempdir().expect("temporary folder");
     let (input, output) = (
@@ -97,9 +97,9 @@ fn second_process_round(
 }
 
 /// The second process's part: delivers the input once and reports.
-pub(super) fn second_round(assignment: &Assignment) {
+pub(super) fn second_round<P: Project>(assignment: &Assignment<P>) {
     let input = std::fs::read_to_string(assignment.text("input")).expect("the messages");
-    let messages = from_lines(input.lines());
+    let messages: Vec<Message<P::Event>> = from_lines(input.lines());
     let mut worker = assignment.inbox.open(&assignment.fixture);
     let outcomes = deliver_all(worker.as_mut(), assignment.handler.as_ref(), &messages);
     std::fs::write(
