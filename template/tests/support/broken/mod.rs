@@ -1,28 +1,19 @@
 //! Known-broken implementations, kept so the tests can prove they catch
 //! them. Each one is a mistake that looks right in review; the comment on
-//! each says which scenario catches it and why. The inboxes that get the
-//! duplicate check, ids, dead letters or set-based runs wrong are the test
-//! kit's (`inbox_kit_testkit::broken`, re-exported here); the traps only
-//! one database has live in its own support module. None of this is ever
-//! used by the consumer itself. One file per kind of mistake:
+//! each says which scenario catches it and why. The broken inboxes,
+//! sources and routes are the test kit's (`inbox_kit_testkit::broken`,
+//! re-exported here); the traps only one database has live in its own
+//! support module. None of this is ever used by the consumer itself. Here:
 //!
-//! * `faults`: database faults and handler statements that fail;
-//! * `handlers`: handlers that do the wrong thing;
-//! * `pipeline`: settling too early, routing by anything but the key;
-//! * `purges`: retention that deletes too much;
-//! * `hangs`: waits that never end (run only in a process of their own).
+//! * `handlers`: this project's handlers doing the wrong thing;
+//! * `purges`: retention that deletes too much (it purges through this
+//!   project's store).
 
-mod faults;
 mod handlers;
-mod hangs;
-mod pipeline;
 mod purges;
 
-pub use faults::*;
 pub use handlers::*;
-pub use hangs::*;
 pub use inbox_kit_testkit::broken::*;
-pub use pipeline::*;
 pub use purges::*;
 
 use {{crate_name}}::handlers::Handlers;

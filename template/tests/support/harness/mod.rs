@@ -119,6 +119,10 @@ impl inbox_kit_testkit::harness::Fixture<ThisProject> for Fixture {
         Fixture::raw(self)
     }
 
+    fn raw_waiting_forever(&self) -> Box<dyn Raw<ThisProject>> {
+        Fixture::raw_waiting_forever(self)
+    }
+
     fn inbox(&self, policy: Policy) -> Box<dyn InboxWithLetters<Handlers>> {
         Fixture::inbox(self, policy)
     }

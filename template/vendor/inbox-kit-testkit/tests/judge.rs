@@ -211,6 +211,9 @@ impl Fixture<Ledgers> for Memory {
     fn raw(&self) -> Box<dyn Raw<Ledgers>> {
         unreachable!("the judge's tests read a fixture; they write nothing")
     }
+    fn raw_waiting_forever(&self) -> Box<dyn Raw<Ledgers>> {
+        unreachable!("the judge's tests read a fixture; they write nothing")
+    }
     fn scratch<T>(work: impl FnOnce(&mut dyn Scratch<Ledgers>) -> T) -> T {
         work(&mut Scratched(Vec::new()))
     }

@@ -9,7 +9,12 @@
 //!   record-first, ids minted or kept in memory, a failed COMMIT ignored);
 //! * `ids`: ids "cleaned up" before they are compared;
 //! * `letters`: dead letters and redrive;
-//! * `batches`: set-based runs whose failure is handled wrong.
+//! * `batches`: set-based runs whose failure is handled wrong;
+//! * `faults`: database faults held against the message, taken as final
+//!   or as duplicates, and batches without a savepoint per delivery;
+//! * `pipeline`: settling too early, routing by anything but the key;
+//! * `hangs`: waits that never end (run only in a test process of their
+//!   own, since ending it is how a hang fails).
 //!
 //! The required scenarios take each as an inbox under test
 //! ([`InboxUnderTest`], or
@@ -17,14 +22,20 @@
 //! project's `teeth` tests show that one of them fails for each, every run.
 
 mod batches;
+mod faults;
+mod hangs;
 mod ids;
 mod inboxes;
 mod letters;
+mod pipeline;
 
 pub use batches::*;
+pub use faults::*;
+pub use hangs::*;
 pub use ids::*;
 pub use inboxes::*;
 pub use letters::*;
+pub use pipeline::*;
 
 use inbox_kit_runtime::delivery::{Delivery, Inbox};
 use inbox_kit_runtime::inbox::Outcome;

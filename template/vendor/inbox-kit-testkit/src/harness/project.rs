@@ -87,6 +87,11 @@ pub trait Fixture<P: Project>: Tripwires<P> + Sized + Sync {
     /// inboxes and for applying a message past the inbox.
     fn raw(&self) -> Box<dyn Raw<P>>;
 
+    /// The same, on a connection that waits for a lock as long as it
+    /// takes (a consumer's own connection might): what a broken inbox that
+    /// blocks forever is made of.
+    fn raw_waiting_forever(&self) -> Box<dyn Raw<P>>;
+
     /// A new connection to the project's real inbox, dead-lettering by
     /// `policy`.
     fn inbox(&self, policy: Policy) -> LettersOf<P>;

@@ -5,12 +5,11 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crossbeam_channel::Sender;
 
-use {{crate_name}}::event::Event;
-use {{crate_name}}::message::Message;
-use {{crate_name}}::pipeline::Route;
-use {{crate_name}}::source::{Acknowledge, Incoming, Source, Stop, Verdict};
+use inbox_kit_runtime::message::Message;
+use inbox_kit_runtime::pipeline::Route;
+use inbox_kit_runtime::source::{Acknowledge, Incoming, Source, Stop, Verdict};
 
-use crate::support::harness::SourceUnderTest;
+use crate::harness::scenarios::SourceUnderTest;
 
 /// Acknowledges each message the moment it is received, before any
 /// transaction: "we have it, the broker can forget it". A crash before the
@@ -19,16 +18,16 @@ use crate::support::harness::SourceUnderTest;
 /// settled, its inbox row is not there.
 pub struct SettlesOnReceipt;
 
-impl SourceUnderTest<Event> for SettlesOnReceipt {
+impl<E: Send + 'static> SourceUnderTest<E> for SettlesOnReceipt {
     fn name(&self) -> String {
         "a source that acknowledges on receipt".into()
     }
-    fn wrap(&self, source: Box<dyn Source<Event>>) -> Box<dyn Source<Event>> {
+    fn wrap(&self, source: Box<dyn Source<E>>) -> Box<dyn Source<E>> {
         Box::new(OnReceipt(source))
     }
 }
 
-struct OnReceipt(Box<dyn Source<Event>>);
+struct OnReceipt<E>(Box<dyn Source<E>>);
 
 /// What the pipeline is given to settle instead: nothing.
 struct AlreadySettled;
@@ -37,13 +36,13 @@ impl Acknowledge for AlreadySettled {
     fn settle(self: Box<Self>, _verdict: Verdict) {}
 }
 
-impl Source<Event> for OnReceipt {
-    fn run(self: Box<Self>, chunks: &Sender<Vec<Incoming>>, stop: &Stop) -> anyhow::Result<u64> {
+impl<E: Send> Source<E> for OnReceipt<E> {
+    fn run(self: Box<Self>, chunks: &Sender<Vec<Incoming<E>>>, stop: &Stop) -> anyhow::Result<u64> {
         let (inner, received) = crossbeam_channel::bounded(4);
         std::thread::scope(|scope| {
             let reading = scope.spawn(move || self.0.run(&inner, stop));
             for chunk in received {
-                let chunk: Vec<Incoming> = chunk
+                let chunk: Vec<Incoming<E>> = chunk
                     .into_iter()
                     .map(|incoming| {
                         incoming.ack.settle(Verdict::Done);
@@ -70,8 +69,8 @@ impl Source<Event> for OnReceipt {
 #[derive(Debug, Default)]
 pub struct RoundRobin(AtomicUsize);
 
-impl Route<Event> for RoundRobin {
-    fn worker(&self, _message: &Message, workers: usize) -> usize {
+impl<E> Route<E> for RoundRobin {
+    fn worker(&self, _message: &Message<E>, workers: usize) -> usize {
         self.0.fetch_add(1, Ordering::Relaxed) % workers.max(1)
     }
 }

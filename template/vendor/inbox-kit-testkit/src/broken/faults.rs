@@ -5,17 +5,16 @@
 
 use std::time::Duration;
 
-use {{crate_name}}::envelope::Wire;
-use {{crate_name}}::handlers::{BorrowedHandler, Handlers};
-use {{crate_name}}::inbox::{DeadLetter, Delivery, Inbox, Outcome, Policy, StorageError};
-use {{crate_name}}::message::Message;
+use inbox_kit_runtime::delivery::{Delivery, Inbox};
+use inbox_kit_runtime::envelope::Wire;
+use inbox_kit_runtime::inbox::{DeadLetter, Outcome, Policy};
+use inbox_kit_runtime::message::Message;
+use inbox_kit_runtime::storage::StorageError;
 
 use super::one_at_a_time;
-use crate::support::database::Fixture;
-use crate::support::harness::Raw;
-use crate::support::harness::{
-    ImpatientUnderTest, InboxUnderTest, RealInbox, ThisProject, now_millis,
-};
+use crate::harness::env::now_millis;
+use crate::harness::scenarios::ImpatientUnderTest;
+use crate::harness::{Fixture, HandlerOf, InboxUnderTest, Project, Raw, RealInbox, Tripwires};
 
 /// Failures after which the broken inboxes here dead-letter a message.
 const MAX_ATTEMPTS: u32 = 2;
@@ -27,12 +26,12 @@ const MAX_ATTEMPTS: u32 = 2;
 /// room. Caught by the storage fault in a handler's write.
 pub struct FaultCounted;
 
-impl InboxUnderTest<ThisProject> for FaultCounted {
+impl<P: Project> InboxUnderTest<P> for FaultCounted {
     fn name(&self) -> String {
         "storage faults counted against the message".into()
     }
-    fn open(&self, fixture: &Fixture) -> Box<dyn Inbox<Handlers>> {
-        one_at_a_time::<ThisProject>(fixture, |raw, handler, message| {
+    fn open(&self, fixture: &P::Fixture) -> Box<dyn Inbox<P::Registry>> {
+        one_at_a_time::<P>(fixture, |raw, handler, message| {
             deliver_blaming_the_message(raw, handler, message, false)
         })
     }
@@ -44,12 +43,12 @@ impl InboxUnderTest<ThisProject> for FaultCounted {
 /// in a handler's write.
 pub struct FaultRefused;
 
-impl InboxUnderTest<ThisProject> for FaultRefused {
+impl<P: Project> InboxUnderTest<P> for FaultRefused {
     fn name(&self) -> String {
         "storage faults taken as final".into()
     }
-    fn open(&self, fixture: &Fixture) -> Box<dyn Inbox<Handlers>> {
-        one_at_a_time::<ThisProject>(fixture, |raw, handler, message| {
+    fn open(&self, fixture: &P::Fixture) -> Box<dyn Inbox<P::Registry>> {
+        one_at_a_time::<P>(fixture, |raw, handler, message| {
             deliver_blaming_the_message(raw, handler, message, true)
         })
     }
@@ -58,10 +57,10 @@ impl InboxUnderTest<ThisProject> for FaultRefused {
 /// The real algorithm, except that a failed handler is the message's
 /// fault whatever the error: counted (dead-lettered at the last attempt),
 /// or, with `at_once`, refused at once.
-fn deliver_blaming_the_message(
-    raw: &mut dyn Raw<ThisProject>,
-    handler: &BorrowedHandler<'_>,
-    message: &Message,
+fn deliver_blaming_the_message<P: Project>(
+    raw: &mut dyn Raw<P>,
+    handler: &HandlerOf<'_, P>,
+    message: &Message<P::Event>,
     at_once: bool,
 ) -> Result<Outcome, StorageError> {
     let (consumer, id) = (handler.consumer(), message.id.as_str());
@@ -106,10 +105,13 @@ fn deliver_blaming_the_message(
 /// transaction.
 pub struct LockTimeoutAsDuplicate;
 
-struct TimeoutsAreDuplicates(Box<dyn Inbox<Handlers>>);
+struct TimeoutsAreDuplicates<P: Project>(Box<dyn Inbox<P::Registry>>);
 
-impl Inbox<Handlers> for TimeoutsAreDuplicates {
-    fn deliver_batch(&mut self, batch: &[Delivery<'_>]) -> Result<Vec<Outcome>, StorageError> {
+impl<P: Project> Inbox<P::Registry> for TimeoutsAreDuplicates<P> {
+    fn deliver_batch(
+        &mut self,
+        batch: &[Delivery<'_, P::Registry>],
+    ) -> Result<Vec<Outcome>, StorageError> {
         match self.0.deliver_batch(batch) {
             Err(error) if error.is_storage_fault() => Ok(vec![Outcome::Duplicate; batch.len()]),
             other => other,
@@ -117,12 +119,19 @@ impl Inbox<Handlers> for TimeoutsAreDuplicates {
     }
 }
 
-impl ImpatientUnderTest<ThisProject> for LockTimeoutAsDuplicate {
+impl<P: Project> ImpatientUnderTest<P> for LockTimeoutAsDuplicate {
     fn name(&self) -> String {
         "lock timeouts taken as duplicates".into()
     }
-    fn open(&self, fixture: &Fixture, policy: Policy, wait: Duration) -> Box<dyn Inbox<Handlers>> {
-        Box::new(TimeoutsAreDuplicates(fixture.impatient_inbox(policy, wait)))
+    fn open(
+        &self,
+        fixture: &P::Fixture,
+        policy: Policy,
+        wait: Duration,
+    ) -> Box<dyn Inbox<P::Registry>> {
+        Box::new(TimeoutsAreDuplicates::<P>(
+            fixture.impatient_inbox(policy, wait),
+        ))
     }
 }
 
@@ -133,10 +142,13 @@ impl ImpatientUnderTest<ThisProject> for LockTimeoutAsDuplicate {
 /// refuses.
 pub struct ClaimErrorAsDuplicate;
 
-struct ClaimErrorsAreDuplicates(Box<dyn Inbox<Handlers>>);
+struct ClaimErrorsAreDuplicates<P: Project>(Box<dyn Inbox<P::Registry>>);
 
-impl Inbox<Handlers> for ClaimErrorsAreDuplicates {
-    fn deliver_batch(&mut self, batch: &[Delivery<'_>]) -> Result<Vec<Outcome>, StorageError> {
+impl<P: Project> Inbox<P::Registry> for ClaimErrorsAreDuplicates<P> {
+    fn deliver_batch(
+        &mut self,
+        batch: &[Delivery<'_, P::Registry>],
+    ) -> Result<Vec<Outcome>, StorageError> {
         match self.0.deliver_batch(batch) {
             Err(_) => Ok(vec![Outcome::Duplicate; batch.len()]),
             other => other,
@@ -144,12 +156,14 @@ impl Inbox<Handlers> for ClaimErrorsAreDuplicates {
     }
 }
 
-impl InboxUnderTest<ThisProject> for ClaimErrorAsDuplicate {
+impl<P: Project> InboxUnderTest<P> for ClaimErrorAsDuplicate {
     fn name(&self) -> String {
         "any claim error taken as a duplicate".into()
     }
-    fn open(&self, fixture: &Fixture) -> Box<dyn Inbox<Handlers>> {
-        Box::new(ClaimErrorsAreDuplicates(RealInbox::BATCHED.open(fixture)))
+    fn open(&self, fixture: &P::Fixture) -> Box<dyn Inbox<P::Registry>> {
+        Box::new(ClaimErrorsAreDuplicates::<P>(
+            RealInbox::BATCHED.open(fixture),
+        ))
     }
 }
 
@@ -163,10 +177,13 @@ impl InboxUnderTest<ThisProject> for ClaimErrorAsDuplicate {
 /// their statement.
 pub struct NoSavepoints;
 
-struct WithoutSavepoints(Box<dyn Raw<ThisProject>>);
+struct WithoutSavepoints<P: Project>(Box<dyn Raw<P>>);
 
-impl Inbox<Handlers> for WithoutSavepoints {
-    fn deliver_batch(&mut self, batch: &[Delivery<'_>]) -> Result<Vec<Outcome>, StorageError> {
+impl<P: Project> Inbox<P::Registry> for WithoutSavepoints<P> {
+    fn deliver_batch(
+        &mut self,
+        batch: &[Delivery<'_, P::Registry>],
+    ) -> Result<Vec<Outcome>, StorageError> {
         self.0.begin()?;
         let mut outcomes = Vec::with_capacity(batch.len());
         for delivery in batch {
@@ -186,11 +203,11 @@ impl Inbox<Handlers> for WithoutSavepoints {
     }
 }
 
-impl InboxUnderTest<ThisProject> for NoSavepoints {
+impl<P: Project> InboxUnderTest<P> for NoSavepoints {
     fn name(&self) -> String {
         "no savepoint per delivery".into()
     }
-    fn open(&self, fixture: &Fixture) -> Box<dyn Inbox<Handlers>> {
-        Box::new(WithoutSavepoints(fixture.raw()))
+    fn open(&self, fixture: &P::Fixture) -> Box<dyn Inbox<P::Registry>> {
+        Box::new(WithoutSavepoints::<P>(fixture.raw()))
     }
 }

@@ -7,12 +7,12 @@
 
 use std::sync::{Arc, Condvar, Mutex};
 
-use {{crate_name}}::handlers::Handlers;
-use {{crate_name}}::inbox::{Inbox, Outcome};
+use inbox_kit_runtime::delivery::Inbox;
+use inbox_kit_runtime::inbox::Outcome;
 
 use super::{apply_and_commit, insert_first, one_at_a_time};
-use crate::support::database::Fixture;
-use crate::support::harness::{InboxUnderTest, ThisProject, now_millis};
+use crate::harness::env::now_millis;
+use crate::harness::{Fixture, InboxUnderTest, Project};
 
 /// The claim written twice, "so that it survives a rollback": once in the
 /// delivery's transaction, then again on a second connection, which waits
@@ -23,13 +23,13 @@ use crate::support::harness::{InboxUnderTest, ThisProject, now_millis};
 /// every scenario.
 pub struct ClaimsOnASecondConnection;
 
-impl InboxUnderTest<ThisProject> for ClaimsOnASecondConnection {
+impl<P: Project> InboxUnderTest<P> for ClaimsOnASecondConnection {
     fn name(&self) -> String {
         "claims again on a second connection".into()
     }
-    fn open(&self, fixture: &Fixture) -> Box<dyn Inbox<Handlers>> {
+    fn open(&self, fixture: &P::Fixture) -> Box<dyn Inbox<P::Registry>> {
         let mut second = fixture.raw_waiting_forever();
-        one_at_a_time::<ThisProject>(fixture, move |raw, handler, message| {
+        one_at_a_time::<P>(fixture, move |raw, handler, message| {
             let (consumer, id) = (handler.consumer(), message.id.as_str());
             raw.begin()?;
             if !raw.record(consumer, id, now_millis())? {
@@ -47,6 +47,7 @@ impl InboxUnderTest<ThisProject> for ClaimsOnASecondConnection {
 /// the parallel test starts. Passes parallel, where they all start; with
 /// one worker (run twice, failure then redelivery...) the signal never
 /// comes.
+#[derive(Default)]
 pub struct WaitsForEveryWorker {
     started: Arc<(Mutex<usize>, Condvar)>,
 }
@@ -55,21 +56,19 @@ impl WaitsForEveryWorker {
     pub const POOL: usize = 4;
 
     pub fn new() -> Self {
-        Self {
-            started: Arc::default(),
-        }
+        Self::default()
     }
 }
 
-impl InboxUnderTest<ThisProject> for WaitsForEveryWorker {
+impl<P: Project> InboxUnderTest<P> for WaitsForEveryWorker {
     fn name(&self) -> String {
         format!("waits for {} workers", Self::POOL)
     }
-    fn open(&self, fixture: &Fixture) -> Box<dyn Inbox<Handlers>> {
+    fn open(&self, fixture: &P::Fixture) -> Box<dyn Inbox<P::Registry>> {
         let started = self.started.clone();
         *started.0.lock().expect("pool") += 1;
         started.1.notify_all();
-        one_at_a_time::<ThisProject>(fixture, move |raw, handler, message| {
+        one_at_a_time::<P>(fixture, move |raw, handler, message| {
             let (count, all_started) = &*started;
             drop(
                 all_started
