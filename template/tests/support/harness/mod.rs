@@ -134,7 +134,7 @@ impl inbox_kit_testkit::harness::Fixture<ThisProject> for Fixture {
 
 /// The faults this project's fixture sets off: its own methods of the
 /// same names.
-impl Tripwires<ThisProject> for Fixture {
+impl Tripwires<Handlers> for Fixture {
     fn fail_commits(&self, on: bool) {
         Fixture::fail_commits(self, on)
     }

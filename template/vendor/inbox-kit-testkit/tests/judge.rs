@@ -151,7 +151,7 @@ impl Scratch<Ledgers> for Scratched {
 }
 
 /// The judge's tests read a fixture: they set off no fault.
-impl Tripwires<Ledgers> for Memory {
+impl Tripwires<Adders> for Memory {
     fn fail_commits(&self, _on: bool) {
         unreachable!("no fault is set off")
     }

@@ -14,21 +14,7 @@ use inbox_kit_runtime::inbox::{DeadLetter, Outcome, Policy};
 use inbox_kit_runtime::message::Message;
 use inbox_kit_runtime::storage::StorageError;
 
-use super::project::{Fixture, HandlerOf, Project};
-
-/// An inbox together with its dead letters (what the real inbox is).
-pub trait InboxWithLetters<R: inbox_kit_runtime::handler::Registry>:
-    Inbox<R> + DeadLetters<R>
-{
-}
-
-impl<R: inbox_kit_runtime::handler::Registry, T: Inbox<R> + DeadLetters<R> + ?Sized>
-    InboxWithLetters<R> for T
-{
-}
-
-/// An inbox of project `P` with its dead letters, boxed.
-pub type LettersOf<P> = Box<dyn InboxWithLetters<<P as Project>::Registry>>;
+use super::project::{Fixture, HandlerOf, LettersOf, Project};
 
 /// An inbox implementation under test: the real one, or a broken one.
 pub trait InboxUnderTest<P: Project>: Sync {

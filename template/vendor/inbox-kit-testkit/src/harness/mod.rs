@@ -2,9 +2,9 @@
 //! project: what a project shows the harness of itself ([`project`]), the
 //! contract of a handler under test ([`subject`]), what "effectively
 //! once" means ([`judge`]), the required delivery schedules
-//! ([`scenarios`]), what they deliver through ([`inboxes`], [`deliver`],
-//! and the statements hand-written inboxes are made of, [`raw`]), the
-//! knobs and the seeded generator every scenario uses ([`mod@env`]),
+//! ([`scenarios`]), what they deliver through ([`inboxes`], [`deliver`]),
+//! the faults a fixture sets off on demand ([`tripwires`]), the knobs and
+//! the seeded generator every scenario uses ([`mod@env`]),
 //! handlers wrapped to fail on purpose ([`faults`]), and the watchdog that
 //! turns a hang into a failure ([`hangs`]).
 //!
@@ -20,7 +20,6 @@ pub mod hangs;
 pub mod inboxes;
 pub mod judge;
 pub mod project;
-pub mod raw;
 pub mod scenarios;
 pub mod subject;
 pub mod tripwires;
@@ -28,15 +27,14 @@ pub mod tripwires;
 pub use deliver::{
     Fault, applied_facts, deliver_all, deliver_mixed, each_at_once, fixture_for, play_through_fault,
 };
-pub use inboxes::{
-    DeadLettersUnderTest, InboxUnderTest, InboxWithLetters, LettersOf, OnPath, Path,
-    RealDeadLetters, RealInbox,
-};
+pub use inboxes::{DeadLettersUnderTest, InboxUnderTest, OnPath, Path, RealDeadLetters, RealInbox};
 pub use judge::{
     Expected, Observed, Play, PlayOf, Violation, applied_once_problems, assert_applied_once,
     distinct, observe, state_against, state_of,
 };
-pub use project::{AnyHandlerOf, Fixture, HandlerOf, Project, Scratch};
-pub use raw::{Raw, apply_alone};
+pub use project::{
+    AnyHandlerOf, Fixture, HandlerOf, InboxWithLetters, LettersOf, Project, Raw, Scratch,
+    apply_alone,
+};
 pub use subject::{EventOf, Model, Seed, Subject, TablesOf, facts};
 pub use tripwires::{Conflicts, HeldClaim, Tripwires};

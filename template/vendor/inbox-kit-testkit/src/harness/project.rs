@@ -2,19 +2,21 @@
 //! the tables they are handed, and its database as a test fixture.
 //!
 //! A project's test support implements [`Project`] once, on a type of its
-//! own, and [`Fixture`] on its database fixture. Everything generic in the
-//! harness (the judge, the subjects' contract) is written against them, so
-//! it lives here, in the kit, while the fixture's SQL stays the project's.
+//! own, and [`Fixture`] (with [`Tripwires`]) on its database fixture, and
+//! [`Raw`] on one connection of it. Everything generic in the harness (the
+//! judge, the subjects' contract, the scenarios, the known-broken inboxes)
+//! is written against them, so it lives here, in the kit, while the
+//! fixture's SQL stays the project's.
 
 use std::sync::Arc;
 
+use inbox_kit_runtime::delivery::{DeadLetters, Inbox};
 use inbox_kit_runtime::envelope::Wire;
 use inbox_kit_runtime::handler::{Handler, HandlerError, Registry};
 use inbox_kit_runtime::inbox::{DeadLetter, Policy};
+use inbox_kit_runtime::message::Message;
 use inbox_kit_runtime::storage::StorageError;
 
-use super::inboxes::LettersOf;
-use super::raw::Raw;
 use super::tripwires::Tripwires;
 
 /// A project as its harness sees it.
@@ -45,7 +47,7 @@ pub type HandlerOf<'a, P> =
 pub type AnyHandlerOf<P> = HandlerOf<'static, P>;
 
 /// A project's database as a test fixture: what the judge reads back.
-pub trait Fixture<P: Project>: Tripwires<P> + Sized + Sync {
+pub trait Fixture<P: Project>: Tripwires<P::Registry> + Sized + Sync {
     /// Whether writers of this database run side by side (PostgreSQL) or
     /// one at a time, each holding the write lock (SQLite): what the
     /// rules-across-messages scenario can make race.
@@ -113,4 +115,78 @@ pub trait Scratch<P: Project> {
 
     /// Reads (or writes) the tables as they stand.
     fn read(&mut self, read: &mut dyn FnMut(&mut P::Tables<'_>));
+}
+
+/// An inbox together with its dead letters (what the real inbox is).
+pub trait InboxWithLetters<R: Registry>: Inbox<R> + DeadLetters<R> {}
+
+impl<R: Registry, T: Inbox<R> + DeadLetters<R> + ?Sized> InboxWithLetters<R> for T {}
+
+/// An inbox of project `P` with its dead letters, boxed.
+pub type LettersOf<P> = Box<dyn InboxWithLetters<<P as Project>::Registry>>;
+
+/// One connection to a database of project `P`, driven one statement at a
+/// time.
+pub trait Raw<P: Project>: Send {
+    /// Begins a transaction that will write (on SQLite, `BEGIN IMMEDIATE`).
+    fn begin(&mut self) -> Result<(), StorageError>;
+    fn commit(&mut self) -> Result<(), StorageError>;
+    /// Rolls back the open transaction, if there is one.
+    fn rollback(&mut self);
+    /// Whether the inbox holds (consumer, id): a plain SELECT.
+    fn is_recorded(&mut self, consumer: &str, id: &str) -> Result<bool, StorageError>;
+    /// Inserts an inbox row received at `received_at` (milliseconds since
+    /// the Unix epoch); `Ok(false)` when the row was already there.
+    fn record(&mut self, consumer: &str, id: &str, received_at: i64) -> Result<bool, StorageError>;
+    /// Runs the handler on the tables, in whatever transaction is open.
+    fn apply(
+        &mut self,
+        handler: &HandlerOf<'_, P>,
+        message: &Message<P::Event>,
+    ) -> Result<(), HandlerError>;
+    /// Runs a handler's set-based path (it must have one) on the tables,
+    /// in whatever transaction is open.
+    fn apply_all(
+        &mut self,
+        handler: &HandlerOf<'_, P>,
+        messages: &[&Message<P::Event>],
+    ) -> Result<(), HandlerError>;
+    /// Runs statements that take no parameters and return no rows
+    /// (`SAVEPOINT s`, `ROLLBACK TO SAVEPOINT s`).
+    fn run(&mut self, sql: &str) -> Result<(), StorageError>;
+    /// Adds one failed attempt, failed at `at`, to the count of (consumer,
+    /// id); returns the count.
+    fn count_failure(
+        &mut self,
+        consumer: &str,
+        id: &str,
+        error: &str,
+        at: i64,
+    ) -> Result<u32, StorageError>;
+    /// Failures counted for (consumer, id), 0 if none.
+    fn failures(&mut self, consumer: &str, id: &str) -> Result<u32, StorageError>;
+    /// Writes a dead letter (replacing one of the same key).
+    fn dead_letter(&mut self, letter: &DeadLetter) -> Result<(), StorageError>;
+    /// Deletes the inbox row of (consumer, id).
+    fn delete_inbox_row(&mut self, consumer: &str, id: &str) -> Result<(), StorageError>;
+    /// Deletes the dead letter of (consumer, id).
+    fn delete_dead_letter(&mut self, consumer: &str, id: &str) -> Result<(), StorageError>;
+}
+
+/// Applies `message` straight through its handler in a transaction of its
+/// own, with no inbox: how the oracle applies each message once, and how a
+/// test delivers a repeat *past* the inbox.
+pub fn apply_alone<P: Project>(
+    raw: &mut dyn Raw<P>,
+    handler: &HandlerOf<'_, P>,
+    message: &Message<P::Event>,
+) -> Result<(), HandlerError> {
+    raw.begin()?;
+    match raw.apply(handler, message) {
+        Ok(()) => Ok(raw.commit()?),
+        Err(error) => {
+            raw.rollback();
+            Err(error)
+        }
+    }
 }

@@ -9,10 +9,10 @@ use std::time::Duration;
 use inbox_kit_runtime::delivery::Inbox;
 use inbox_kit_runtime::inbox::Policy;
 
-use super::project::Project;
+use inbox_kit_runtime::handler::Registry;
 
-/// The faults a fixture of project `P` can set off.
-pub trait Tripwires<P: Project> {
+/// The faults a fixture can set off, its inbox delivering to registry `R`.
+pub trait Tripwires<R: Registry> {
     /// While `on`, every COMMIT on this database fails.
     fn fail_commits(&self, on: bool);
 
@@ -32,7 +32,7 @@ pub trait Tripwires<P: Project> {
     fn conflicts(&self) -> Option<Box<dyn Conflicts + '_>>;
 
     /// The real inbox, giving up on a lock after `wait`.
-    fn impatient_inbox(&self, policy: Policy, wait: Duration) -> Box<dyn Inbox<P::Registry>>;
+    fn impatient_inbox(&self, policy: Policy, wait: Duration) -> Box<dyn Inbox<R>>;
 }
 
 /// A claim another transaction holds ([`Tripwires::hold_claim`]).
