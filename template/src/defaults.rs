@@ -1,5 +1,9 @@
 //! Defaults chosen when this project was generated (inbox-kit options
 //! `default_workers`{% if database == "sqlite" %} and `durability`{% endif %}). Command-line flags override them.
+{%- if database == "sqlite" %}
+
+pub use inbox_kit_runtime::sqlite::Durability;
+{%- endif %}
 
 /// Worker threads `run` uses unless `--workers` says otherwise.
 pub const WORKERS: u16 = {{default_workers}};
@@ -8,14 +12,4 @@ pub const WORKERS: u16 = {{default_workers}};
 /// How hard commits are pushed to disk unless `--durability` says otherwise.
 pub const DURABILITY: Durability = Durability::{{durability | capitalize}};
 
-/// How hard SQLite pushes each commit to disk. The trade-off is explained
-/// in the README ("Durability").
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum Durability {
-    /// `synchronous=NORMAL`: fast; survives a crash of this process, but a
-    /// power loss can undo the last commits.
-    Normal,
-    /// `synchronous=FULL`: every commit is on disk before it counts.
-    Full,
-}
 {%- endif %}

@@ -33,10 +33,9 @@ pub mod message;
 pub mod pipeline;
 pub mod relay;
 pub mod source;
-pub mod store;
 
 // The runtime crate's modules, under the paths this project's code names.
-pub use inbox_kit_runtime::{envelope, meter, metrics, progress, retention, stop, trace};
+pub use inbox_kit_runtime::{envelope, meter, metrics, progress, retention, stop, store, trace};
 {% if database == "postgres" %}
 pub mod postgres;
 {%- else %}

@@ -180,7 +180,10 @@ mod tests {
     #[test]
     fn a_take_reads_the_due_rows_in_index_order() {
         let db = Connection::open_in_memory().unwrap();
-        db.execute_batch(super::super::SCHEMA).unwrap();
+        db.execute_batch(
+            <crate::handlers::Handlers as inbox_kit_runtime::sqlite::SqliteProject>::TABLES,
+        )
+        .unwrap();
         let mut explain = db.prepare(&format!("EXPLAIN QUERY PLAN {DUE}")).unwrap();
         let plan: Vec<String> = explain
             .query_map(params![0, 100], |row| row.get(3))

@@ -16,8 +16,11 @@
 //! * [`delivery`]: the seam between a consumer and its database: one
 //!   delivery, and the traits each database's inbox and dead letters
 //!   implement, generic over the project's [`handler::Registry`];
+//! * [`store`]: what a consumer needs from a database, one trait that
+//!   each database feature implements for any project;
 //! * [`sqlite`] (feature `sqlite`): the transactional inbox and its dead
-//!   letters on SQLite, run on the project's tables;
+//!   letters on SQLite, run on the project's tables, and the database file
+//!   that holds them ([`sqlite::Database`]);
 //! * [`steps`]: which deliveries of a batch go through a handler's
 //!   set-based path together, and which alone;
 //! * [`handler`]: the `Handler` trait, generic over the project's events
@@ -85,4 +88,5 @@ pub mod sqlite;
 pub mod steps;
 pub mod stop;
 pub mod storage;
+pub mod store;
 pub mod trace;

@@ -4,19 +4,26 @@
 //! retried, on a pipelined connection.
 //!
 //! As on SQLite, this is the kit's half of a consumer, the half that must
-//! not be edited to make a consumer pass. The project's half is its
-//! tables: it hands them to this inbox by implementing [`PgHandlers`] for
-//! its [`Registry`] (the statements its tables prepare on each connection,
-//! and running a handler on them), and says how to open a connection with
-//! [`Connect`]. The inbox's own tables are [`SCHEMA`], which a project
-//! creates before its handlers' tables.
+//! not be edited to make a consumer pass, with the database that holds it
+//! and a project's tables ([`Database`]: connections, the schema's
+//! creation, the purge). The project's half is its tables: it hands them
+//! over by implementing [`PgHandlers`] (the statements its tables prepare
+//! on each connection, and running a handler on them) and [`PgProject`]
+//! for its [`Registry`]. The inbox's own tables are [`SCHEMA`], created
+//! before the handlers' tables.
 
+mod database;
 mod inbox;
+#[cfg(feature = "cli")]
+mod options;
 mod pipelined;
 mod poison;
 pub mod retention;
 
+pub use database::{Database, PgProject, QUIET_LOGS, Settings};
 pub use inbox::{CONFLICT_RETRIES, PgInbox};
+#[cfg(feature = "cli")]
+pub use options::DatabaseOptions;
 pub use pipelined::{Exec, Pipelined};
 
 use crate::handler::{HandlerError, Registry};

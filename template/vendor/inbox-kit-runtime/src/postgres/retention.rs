@@ -1,12 +1,16 @@
-//! Purging the inbox's old rows on PostgreSQL, a window of keys per
+//! Purging old rows on PostgreSQL, the inbox's and the outbox's sent
+//! notifications, a window of keys per
 //! transaction ([`KeyedTable`]): each transaction is short, so deliveries
 //! never wait long behind it, and no index on the rows' age is needed
 //! (every delivery would pay to maintain it).
 
+use std::time::Duration;
+
 use postgres::Client;
 
-use crate::retention::KeyedTable;
+use crate::retention::{KeyedTable, cutoff_millis};
 use crate::storage::StorageError;
+use crate::store::Purged;
 
 /// The inbox rows, expiring at `received_at`.
 pub const INBOX: KeyedTable = KeyedTable {
@@ -25,6 +29,37 @@ pub const ATTEMPTS: KeyedTable = KeyedTable {
                     AND (consumer, message_id) <= ($3, $4) AND last_failed_at < $5",
     delete_rest: "DELETE FROM attempts WHERE (consumer, message_id) > ($1, $2) AND last_failed_at < $3",
 };
+
+/// Notifications sent, expiring at `sent_at` (unsent ones never expire).
+pub const SENT: KeyedTable = KeyedTable {
+    window_end: "SELECT event_id, channel FROM notifications WHERE (event_id, channel) > ($1, $2)
+                 ORDER BY event_id, channel LIMIT 1 OFFSET $3",
+    delete_window: "DELETE FROM notifications WHERE (event_id, channel) > ($1, $2)
+                    AND (event_id, channel) <= ($3, $4) AND sent_at < $5",
+    delete_rest: "DELETE FROM notifications WHERE (event_id, channel) > ($1, $2) AND sent_at < $3",
+};
+
+/// Deletes inbox rows, attempt counts and sent notifications older than
+/// `older_than`; `progress` gets the running total of deleted rows.
+pub fn purge(
+    client: &mut Client,
+    older_than: Duration,
+    batch_rows: u32,
+    progress: &mut dyn FnMut(u64),
+) -> Result<Purged, StorageError> {
+    let [inbox_rows, attempt_rows, sent_notifications] = purge_tables(
+        client,
+        [&INBOX, &ATTEMPTS, &SENT],
+        cutoff_millis(older_than),
+        batch_rows,
+        progress,
+    )?;
+    Ok(Purged {
+        inbox_rows,
+        attempt_rows,
+        sent_notifications,
+    })
+}
 
 /// Deletes the rows of `table` that expired before `cutoff` (milliseconds
 /// since the Unix epoch), at most `batch_rows` keys per transaction;

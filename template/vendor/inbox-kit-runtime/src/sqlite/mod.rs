@@ -1,19 +1,27 @@
 //! The transactional inbox on SQLite (feature `sqlite`): the inbox row,
 //! the handler's writes and the failure counts in one transaction per
-//! batch, and the dead letters beside them.
+//! batch, the dead letters beside them, and the database file that holds
+//! them with a project's tables ([`Database`]).
 //!
 //! This is the kit's half of a SQLite consumer, the half that must not be
 //! edited to make a consumer pass: how a delivery is claimed, rolled back
-//! and counted. The project's half is its tables and their SQL; it hands
-//! them to this inbox by implementing [`SqliteHandlers`] for its
-//! [`Registry`]. The inbox's own tables are [`SCHEMA`], which a project
-//! creates before its handlers' tables.
+//! and counted, how the file is opened, its schema created and its old
+//! rows purged. The project's half is its tables and their SQL; it hands
+//! them over by implementing [`SqliteHandlers`] and [`SqliteProject`] for
+//! its [`Registry`]. The inbox's own tables are [`SCHEMA`], created before
+//! the handlers' tables.
 
+mod database;
 mod inbox;
+#[cfg(feature = "cli")]
+mod options;
 mod poison;
 pub mod retention;
 
+pub use database::{Database, Durability, QUIET_LOGS, Settings, SqliteProject};
 pub use inbox::SqliteInbox;
+#[cfg(feature = "cli")]
+pub use options::DatabaseOptions;
 
 /// The inbox's own tables (`inbox`, `attempts`, `dead_letters`), each
 /// created if missing: run it in the transaction that creates the

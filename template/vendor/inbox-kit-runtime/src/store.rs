@@ -1,27 +1,45 @@
-//! What this consumer needs from a database, in one trait.
+//! What a consumer needs from a database, in one trait: [`Store`].
 //!
-//! Everything else in the crate (the pipeline, the commands, the tests) talks
-//! to the database through [`Store`], and the database module of this
-//! project (named in `database.rs`) implements it: connections, the inbox, the
-//! handlers' tables and retention. Swapping databases means writing that
-//! module again, and nothing else.
+//! The commands, the pipeline and the tests reach the database through it,
+//! and each database feature implements it once for any project
+//! (`sqlite::Database`, `postgres::Database`), generic over what the
+//! project hands it: its handlers and their tables. So a project holds its
+//! tables' SQL and nothing of the connections, the schema's creation, the
+//! purge or the backlog: those are here, where a fix reaches every
+//! project by a version bump.
+//!
+//! Every project's outbox is a table named `notifications`, keyed by
+//! `(event_id, channel)`, with the relay's bookkeeping columns
+//! (`queued_at`, `sent_at`, `parked_at`): the backlog and the purge read
+//! it by those names on every database.
 
 use std::time::Duration;
 
-use crate::handlers::{Handlers, Notification, Tables};
-use crate::inbox::{DeadLetters, Inbox, Policy, StorageError};
-use crate::relay;
-
-pub use crate::metrics::{Backlog, Watched};
+use crate::delivery::{DeadLetters, Inbox};
+use crate::handler::Registry;
+use crate::inbox::Policy;
+use crate::metrics::Watched;
+use crate::relay::{Notice, Queue};
+use crate::storage::StorageError;
 
 /// A database holding the inbox and every handler's tables, and what its
 /// metrics read ([`Watched`]: the backlog, the tables it lacks).
 pub trait Store: Watched + Clone + Send + Sync + 'static {
+    /// The project's handlers, whose deliveries [`Store::Inbox`] applies.
+    type Registry: Registry;
+
+    /// The handlers' tables as one object (the project's `dyn Tables`),
+    /// seen through a connection that lives for `'t`.
+    type Tables<'t>: ?Sized;
+
+    /// A row of the outbox, as the relay sends it.
+    type Notice: Notice;
+
     /// One connection's inbox.
-    type Inbox: Inbox<Handlers> + DeadLetters<Handlers> + 'static;
+    type Inbox: Inbox<Self::Registry> + DeadLetters<Self::Registry> + 'static;
 
     /// The outbox as a relay sees it.
-    type RelayQueue: relay::Queue<Notification> + 'static;
+    type RelayQueue: Queue<Self::Notice> + 'static;
 
     /// Opens a new connection for one worker.
     fn inbox(&self, policy: Policy) -> Result<Self::Inbox, StorageError>;
@@ -33,15 +51,15 @@ pub trait Store: Watched + Clone + Send + Sync + 'static {
     /// committed if `work` succeeds (to read state, or to set it up).
     fn with_tables<T>(
         &self,
-        work: impl FnOnce(&mut dyn Tables) -> Result<T, StorageError>,
+        work: impl FnOnce(&mut Self::Tables<'_>) -> Result<T, StorageError>,
     ) -> Result<T, StorageError>;
 
     /// Inbox rows per consumer, by consumer name.
     fn inbox_rows(&self) -> Result<Vec<(String, u64)>, StorageError>;
 
-    /// Deletes inbox rows, attempt counts and sent notifications older than
-    /// `older_than`, in transactions of at most `batch_rows` rows. `progress` gets the running
-    /// total of deleted rows.
+    /// Deletes inbox rows, attempt counts and sent notifications older
+    /// than `older_than`, in transactions of at most `batch_rows` rows.
+    /// `progress` gets the running total of deleted rows.
     fn purge(
         &self,
         older_than: Duration,
@@ -50,13 +68,27 @@ pub trait Store: Watched + Clone + Send + Sync + 'static {
     ) -> Result<Purged, StorageError>;
 }
 
-/// [`Backlog::dead_letters`], the same SQL on every database.
+/// What a purge deleted.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Purged {
+    pub inbox_rows: u64,
+    pub attempt_rows: u64,
+    pub sent_notifications: u64,
+}
+
+/// Inbox rows per consumer, the same SQL on every database.
+pub const INBOX_ROWS_PER_CONSUMER: &str =
+    "SELECT consumer, count(*) FROM inbox GROUP BY consumer ORDER BY consumer";
+
+/// [`crate::metrics::Backlog::dead_letters`], the same SQL on every
+/// database.
 pub const DEAD_LETTERS_PER_CONSUMER: &str =
     "SELECT consumer, count(*) FROM dead_letters GROUP BY consumer ORDER BY consumer";
 
-/// [`Backlog::unsent`] and [`Backlog::oldest_unsent_at`]: read off the
-/// relay's own index of what is due (`notifications_due`), so a scrape
-/// costs the backlog, not the outbox.
+/// [`crate::metrics::Backlog::unsent`] and
+/// [`crate::metrics::Backlog::oldest_unsent_at`]: read off the relay's own
+/// index of what is due (`notifications_due`), so a scrape costs the
+/// backlog, not the outbox.
 pub const UNSENT_NOTIFICATIONS: &str = "SELECT count(*), min(queued_at) FROM notifications
      WHERE sent_at IS NULL AND parked_at IS NULL";
 
@@ -75,14 +107,6 @@ fn tables_created_by(schema: &str) -> impl Iterator<Item = &str> {
         .split("CREATE TABLE IF NOT EXISTS ")
         .skip(1)
         .filter_map(|rest| rest.split_whitespace().next())
-}
-
-/// What a purge deleted.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Purged {
-    pub inbox_rows: u64,
-    pub attempt_rows: u64,
-    pub sent_notifications: u64,
 }
 
 #[cfg(test)]

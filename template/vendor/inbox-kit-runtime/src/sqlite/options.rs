@@ -1,16 +1,16 @@
-//! How the command line names the database: a file, and how hard commits
-//! are pushed to disk.
+//! How a consumer's command line names its SQLite database: a file, and
+//! how hard commits are pushed to disk (global options of every command).
 
+use std::marker::PhantomData;
 use std::path::PathBuf;
 
 use anyhow::Context;
 
-use super::{Database, Durability, Settings};
-use crate::defaults;
+use super::{Database, Durability, Settings, SqliteProject};
 
-/// Where the database is (global options of every command).
-#[derive(clap::Args, Debug)]
-pub struct DatabaseOptions {
+/// Where the database of project `P` is (global options of every command).
+#[derive(clap::Args)]
+pub struct DatabaseOptions<P: SqliteProject> {
     /// SQLite database file (created if missing).
     #[arg(
         long,
@@ -20,20 +20,23 @@ pub struct DatabaseOptions {
     )]
     db: PathBuf,
     /// `normal`: fast commits that survive a crash of this process;
-    /// `full`: every commit reaches the disk before it counts.
-    #[arg(long, global = true, value_enum, default_value_t = defaults::DURABILITY)]
-    durability: Durability,
+    /// `full`: every commit reaches the disk before it counts. [default:
+    /// the one this project was generated with, `src/sqlite/mod.rs`]
+    #[arg(long, global = true, value_enum)]
+    durability: Option<Durability>,
     /// Keep the database locked for the whole run instead of locking it per
     /// transaction: about 1.4x faster with --batch-size 1, but nothing else
     /// (status, another consumer) can open the database until the run ends.
     /// Needs --workers 1.
     #[arg(long, global = true)]
     exclusive: bool,
+    #[arg(skip)]
+    project: PhantomData<fn() -> P>,
 }
 
-impl DatabaseOptions {
+impl<P: SqliteProject> DatabaseOptions<P> {
     /// Opens the database with all its tables, creating it if needed.
-    pub fn open(&self) -> anyhow::Result<Database> {
+    pub fn open(&self) -> anyhow::Result<Database<P>> {
         Database::open(&self.db, self.settings())
             .with_context(|| format!("could not open the database {}", self.db.display()))
     }
@@ -41,10 +44,10 @@ impl DatabaseOptions {
     /// Like [`DatabaseOptions::open`], for commands that only make sense on
     /// an existing database: a mistyped `--db` must not quietly create an
     /// empty one.
-    pub fn open_existing(&self) -> anyhow::Result<Database> {
+    pub fn open_existing(&self) -> anyhow::Result<Database<P>> {
         if !self.db.exists() {
             anyhow::bail!(
-                "no database at {} (give its path with --db or CONSUMER_DB; `run`, `open-account` and `seed` create one)",
+                "no database at {} (give its path with --db or CONSUMER_DB; `run`, `seed` and `migrate` create one)",
                 self.db.display()
             );
         }
@@ -62,7 +65,7 @@ impl DatabaseOptions {
 
     fn settings(&self) -> Settings {
         Settings {
-            durability: self.durability,
+            durability: self.durability.unwrap_or(P::DURABILITY),
             exclusive: self.exclusive,
             ..Settings::default()
         }

@@ -1,12 +1,15 @@
-//! How the command line names the database: a connection URL and a schema.
+//! How a consumer's command line names its PostgreSQL database: a
+//! connection URL and a schema (global options of every command).
+
+use std::marker::PhantomData;
 
 use anyhow::Context;
 
-use super::{Database, Settings};
+use super::{Database, PgProject, Settings};
 
-/// Where the database is (global options of every command).
-#[derive(clap::Args, Debug)]
-pub struct DatabaseOptions {
+/// Where the database of project `P` is (global options of every command).
+#[derive(clap::Args)]
+pub struct DatabaseOptions<P: PgProject> {
     /// PostgreSQL connection URL, e.g. postgres://user:password@localhost:5432/dbname.
     /// Never printed: logs and errors name only the server, user and database.
     #[arg(long, global = true, env = "DATABASE_URL", hide_env_values = true)]
@@ -14,11 +17,13 @@ pub struct DatabaseOptions {
     /// Schema holding this consumer's tables (created if missing).
     #[arg(long, global = true, env = "DATABASE_SCHEMA", default_value = "public")]
     schema: String,
+    #[arg(skip)]
+    project: PhantomData<fn() -> P>,
 }
 
-impl DatabaseOptions {
+impl<P: PgProject> DatabaseOptions<P> {
     /// Connects and creates the tables that are missing.
-    pub fn open(&self) -> anyhow::Result<Database> {
+    pub fn open(&self) -> anyhow::Result<Database<P>> {
         let database = self.database()?;
         database
             .migrate()
@@ -29,14 +34,14 @@ impl DatabaseOptions {
     /// Like [`DatabaseOptions::open`], for commands that only make sense
     /// on a database that has the tables already: a mistyped schema must not
     /// quietly create an empty one.
-    pub fn open_existing(&self) -> anyhow::Result<Database> {
+    pub fn open_existing(&self) -> anyhow::Result<Database<P>> {
         let database = self.database()?;
         let has_tables = database
             .has_tables()
             .with_context(|| format!("could not connect to {}", database.describe()))?;
         if !has_tables {
             anyhow::bail!(
-                "no inbox tables in schema {:?} at {} (check --schema or DATABASE_SCHEMA; `run`, `open-account`, `seed` and `migrate` create them)",
+                "no inbox tables in schema {:?} at {} (check --schema or DATABASE_SCHEMA; `run`, `seed` and `migrate` create them)",
                 self.schema,
                 database.describe()
             );
@@ -50,7 +55,7 @@ impl DatabaseOptions {
         None
     }
 
-    fn database(&self) -> anyhow::Result<Database> {
+    fn database(&self) -> anyhow::Result<Database<P>> {
         let url = self.database_url.as_deref().context(
             "no database given: set DATABASE_URL (or pass --database-url), e.g. \
              postgres://postgres@localhost:5432/postgres. No server yet? \
