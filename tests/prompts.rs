@@ -462,7 +462,11 @@ fn generated_only_names() -> Vec<GeneratedOnly> {
                     Scope::Anywhere,
                 );
             }
-            ["src", "cli", command] if *command != "mod.rs" => {
+            // The binary's commands: the project's own, and the runtime's
+            // that every project has.
+            ["src", "cli", command] | ["vendor", "inbox-kit-runtime", "src", "cli", command]
+                if *command != "mod.rs" =>
+            {
                 let command = command.trim_end_matches(".rs").replace('_', "-");
                 if command.contains('-') {
                     add(

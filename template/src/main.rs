@@ -26,9 +26,11 @@ fn main() -> ExitCode {
     );
     match outcome {
         Ok(code) => code,
-        Err(error) => cli::output::exit_for_closed_output(&error).unwrap_or_else(|| {
-            eprintln!("error: {error:#}");
-            ExitCode::FAILURE
-        }),
+        Err(error) => cli::output::exit_for_closed_output(&error)
+            .or_else(|| cli::usage::exit_for_usage_error::<cli::Cli>(&error))
+            .unwrap_or_else(|| {
+                eprintln!("error: {error:#}");
+                ExitCode::FAILURE
+            }),
     }
 }

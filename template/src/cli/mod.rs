@@ -1,33 +1,38 @@
-//! Command-line interface: the options of every subcommand, one file per
-//! command. The library does the work; these files only wire it up.
+//! Command-line interface: the runtime's commands (`run`,{% if broker != "none" %} `consume`,{% endif %}
+//! `seed`, `dead-letters`, `purge`, `relay`, `migrate`: the kit's code,
+//! `inbox_kit_runtime::cli`) for this project's handlers and database,
+//! and the commands of its own handlers (`accounts.rs`).
 
 mod accounts;
-{% if broker == "nats" -%}
-#[path = "broker/nats.rs"]
-{%- elsif broker == "kafka" -%}
-#[path = "broker/kafka.rs"]
-{%- else -%}
-#[path = "broker/none.rs"]
-{%- endif %}
-mod broker;
-mod dead_letters;
-mod metrics;
-mod purge;
-mod relay;
-mod run;
-mod seed;
-mod work;
 
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use clap::{Parser, Subcommand};
-use inbox_kit_runtime::outln;
+use inbox_kit_runtime::cli::command;
+use inbox_kit_runtime::cli::consumer::{Consumer, OpenStore};
+use inbox_kit_runtime::handler::BadConsumers;
 
-use {{crate_name}}::database::DatabaseOptions;
+use {{crate_name}}::database::{Database, DatabaseOptions};
+use {{crate_name}}::handlers::{self, AnyHandler};
 
-// The runtime's parts of every consumer's command line, under the paths
-// the commands name.
-pub use inbox_kit_runtime::cli::{output, progress, telemetry};
+// The runtime's parts of the command line that `main` and `accounts.rs`
+// name.
+pub use inbox_kit_runtime::cli::{output, telemetry, usage};
+
+/// This project as the runtime's commands see it.
+pub struct Project;
+
+impl Consumer for Project {
+    type Store = Database;
+    type Options = DatabaseOptions;
+    const NAME: &str = env!("CARGO_PKG_NAME");
+    const WORKERS: u16 = {{crate_name}}::defaults::WORKERS;
+
+    fn select(names: &[String]) -> Result<Vec<Arc<AnyHandler>>, BadConsumers> {
+        handlers::select(names)
+    }
+}
 
 /// An idempotent message consumer: every message is applied once per
 /// consumer, however often it is delivered.
@@ -51,22 +56,16 @@ pub struct Cli {
     command: Command,
 }
 
+// Parsed once per process: boxing the runtime's commands (large with a
+// broker's options) would save nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Subcommand)]
 enum Command {
-    Run(run::RunArgs),
     #[command(flatten)]
-    Broker(broker::BrokerCommand),
+    Kit(command::Command<Project>),
     OpenAccount(accounts::OpenAccountArgs),
-    Seed(seed::SeedArgs),
     /// Show balances, inbox rows per consumer, notifications and dead letters.
     Status,
-    #[command(subcommand)]
-    DeadLetters(dead_letters::DeadLettersCommand),
-    Purge(purge::PurgeArgs),
-    #[command(subcommand)]
-    Relay(relay::RelayCommand),
-    /// Create the tables that are missing (`run`, `open-account` and `seed` do it too).
-    Migrate,
 }
 
 impl Cli {
@@ -78,29 +77,9 @@ impl Cli {
     pub fn execute(self) -> anyhow::Result<ExitCode> {
         let database = &self.database;
         match self.command {
-            Command::Run(args) => run::run(args, database),
-            Command::Broker(command) => command.execute(database),
+            Command::Kit(command) => command.execute(database),
             Command::OpenAccount(args) => accounts::open_account(args, &database.open()?),
-            Command::Seed(args) => seed::seed(args, database),
             Command::Status => accounts::status(&database.open_existing()?),
-            Command::DeadLetters(command) => {
-                dead_letters::execute(command, &database.open_existing()?)
-            }
-            Command::Purge(args) => purge::purge(args, &database.open_existing()?),
-            Command::Relay(command) => relay::execute(command, database),
-            Command::Migrate => {
-                database.open()?;
-                outln!("tables ready")?;
-                Ok(ExitCode::SUCCESS)
-            }
         }
     }
-}
-
-/// Reports a mistake on the command line the way clap does (exit code 2).
-fn usage_error(message: impl std::fmt::Display) -> ! {
-    use clap::CommandFactory;
-    Cli::command()
-        .error(clap::error::ErrorKind::ValueValidation, message)
-        .exit()
 }

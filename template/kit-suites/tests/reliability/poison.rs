@@ -241,6 +241,10 @@ fn the_command_line_lists_and_redrives_dead_letters() {
         "{}",
         listed.1
     );
+    // A consumer nobody has is a usage error (exit code 2), and nothing
+    // is redriven: the redrive below still finds the letter.
+    let unknown = run(&["dead-letters", "redrive", "--consumer", "nope"]);
+    assert_eq!(unknown, (Some(2), String::new()));
     let still_broken = run(&["dead-letters", "redrive"]);
     assert_eq!(still_broken.0, Some(4));
     assert!(

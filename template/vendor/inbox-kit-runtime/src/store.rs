@@ -54,6 +54,10 @@ pub trait Store: Watched + Clone + Send + Sync + 'static {
         work: impl FnOnce(&mut Self::Tables<'_>) -> Result<T, StorageError>,
     ) -> Result<T, StorageError>;
 
+    /// Runs `sql` (statements separated by `;`) in one transaction: all of
+    /// them or, when one fails, none (`seed`: a consumer's own state).
+    fn execute_script(&self, sql: &str) -> Result<(), StorageError>;
+
     /// Inbox rows per consumer, by consumer name.
     fn inbox_rows(&self) -> Result<Vec<(String, u64)>, StorageError>;
 

@@ -158,15 +158,6 @@ impl<P: PgProject> Database<P> {
         Ok(found.is_some())
     }
 
-    /// Runs `sql` (statements separated by `;`) in one transaction, in the
-    /// schema: all of them or, when one fails, none.
-    pub fn execute_script(&self, sql: &str) -> Result<(), StorageError> {
-        let mut client = self.connect()?;
-        let mut tx = client.transaction()?;
-        tx.batch_execute(sql)?;
-        Ok(tx.commit()?)
-    }
-
     /// A new connection whose `search_path` is the schema.
     pub fn connect(&self) -> Result<Client, StorageError> {
         let mut client = postgres::Config::from(self.config()?).connect(NoTls)?;
@@ -249,6 +240,13 @@ impl<P: PgProject> Store for Database<P> {
         let result = P::on_tables(&mut tx, work)?;
         tx.commit()?;
         Ok(result)
+    }
+
+    fn execute_script(&self, sql: &str) -> Result<(), StorageError> {
+        let mut client = self.connect()?;
+        let mut tx = client.transaction()?;
+        tx.batch_execute(sql)?;
+        Ok(tx.commit()?)
     }
 
     fn inbox_rows(&self) -> Result<Vec<(String, u64)>, StorageError> {

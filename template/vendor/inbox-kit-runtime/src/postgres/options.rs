@@ -5,6 +5,8 @@ use std::marker::PhantomData;
 
 use anyhow::Context;
 
+use crate::cli::consumer::OpenStore;
+
 use super::{Database, PgProject, Settings};
 
 /// Where the database of project `P` is (global options of every command).
@@ -21,9 +23,11 @@ pub struct DatabaseOptions<P: PgProject> {
     project: PhantomData<fn() -> P>,
 }
 
-impl<P: PgProject> DatabaseOptions<P> {
+impl<P: PgProject> OpenStore for DatabaseOptions<P> {
+    type Store = Database<P>;
+
     /// Connects and creates the tables that are missing.
-    pub fn open(&self) -> anyhow::Result<Database<P>> {
+    fn open(&self) -> anyhow::Result<Database<P>> {
         let database = self.database()?;
         database
             .migrate()
@@ -34,7 +38,7 @@ impl<P: PgProject> DatabaseOptions<P> {
     /// Like [`DatabaseOptions::open`], for commands that only make sense
     /// on a database that has the tables already: a mistyped schema must not
     /// quietly create an empty one.
-    pub fn open_existing(&self) -> anyhow::Result<Database<P>> {
+    fn open_existing(&self) -> anyhow::Result<Database<P>> {
         let database = self.database()?;
         let has_tables = database
             .has_tables()
@@ -51,10 +55,12 @@ impl<P: PgProject> DatabaseOptions<P> {
 
     /// Why `workers` workers cannot run with these options, if they cannot:
     /// never, on PostgreSQL.
-    pub fn refuse_workers(&self, _workers: u16) -> Option<String> {
+    fn refuse_workers(&self, _workers: u16) -> Option<String> {
         None
     }
+}
 
+impl<P: PgProject> DatabaseOptions<P> {
     fn database(&self) -> anyhow::Result<Database<P>> {
         let url = self.database_url.as_deref().context(
             "no database given: set DATABASE_URL (or pass --database-url), e.g. \

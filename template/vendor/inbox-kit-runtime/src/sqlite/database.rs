@@ -177,15 +177,6 @@ impl<P: SqliteProject> Database<P> {
         Ok(tx.commit()?)
     }
 
-    /// Runs `sql` (statements separated by `;`) in one transaction: all of
-    /// them or, when one fails, none.
-    pub fn execute_script(&self, sql: &str) -> Result<(), StorageError> {
-        let mut db = self.connect()?;
-        let tx = db.transaction_with_behavior(TransactionBehavior::Immediate)?;
-        tx.execute_batch(sql)?;
-        Ok(tx.commit()?)
-    }
-
     /// A new plain connection, configured like the workers' ones.
     pub fn connect(&self) -> Result<Connection, StorageError> {
         let mut db = Connection::open(&self.path)?;
@@ -225,6 +216,13 @@ impl<P: SqliteProject> Store for Database<P> {
         let result = P::on_tables(&tx, work)?;
         tx.commit()?;
         Ok(result)
+    }
+
+    fn execute_script(&self, sql: &str) -> Result<(), StorageError> {
+        let mut db = self.connect()?;
+        let tx = db.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        tx.execute_batch(sql)?;
+        Ok(tx.commit()?)
     }
 
     fn inbox_rows(&self) -> Result<Vec<(String, u64)>, StorageError> {

@@ -6,6 +6,8 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 
+use crate::cli::consumer::OpenStore;
+
 use super::{Database, Durability, Settings, SqliteProject};
 
 /// Where the database of project `P` is (global options of every command).
@@ -20,10 +22,9 @@ pub struct DatabaseOptions<P: SqliteProject> {
     )]
     db: PathBuf,
     /// `normal`: fast commits that survive a crash of this process;
-    /// `full`: every commit reaches the disk before it counts. [default:
-    /// the one this project was generated with, `src/sqlite/mod.rs`]
-    #[arg(long, global = true, value_enum)]
-    durability: Option<Durability>,
+    /// `full`: every commit reaches the disk before it counts.
+    #[arg(long, global = true, value_enum, default_value_t = P::DURABILITY)]
+    durability: Durability,
     /// Keep the database locked for the whole run instead of locking it per
     /// transaction: about 1.4x faster with --batch-size 1, but nothing else
     /// (status, another consumer) can open the database until the run ends.
@@ -34,9 +35,11 @@ pub struct DatabaseOptions<P: SqliteProject> {
     project: PhantomData<fn() -> P>,
 }
 
-impl<P: SqliteProject> DatabaseOptions<P> {
+impl<P: SqliteProject> OpenStore for DatabaseOptions<P> {
+    type Store = Database<P>;
+
     /// Opens the database with all its tables, creating it if needed.
-    pub fn open(&self) -> anyhow::Result<Database<P>> {
+    fn open(&self) -> anyhow::Result<Database<P>> {
         Database::open(&self.db, self.settings())
             .with_context(|| format!("could not open the database {}", self.db.display()))
     }
@@ -44,7 +47,7 @@ impl<P: SqliteProject> DatabaseOptions<P> {
     /// Like [`DatabaseOptions::open`], for commands that only make sense on
     /// an existing database: a mistyped `--db` must not quietly create an
     /// empty one.
-    pub fn open_existing(&self) -> anyhow::Result<Database<P>> {
+    fn open_existing(&self) -> anyhow::Result<Database<P>> {
         if !self.db.exists() {
             anyhow::bail!(
                 "no database at {} (give its path with --db or CONSUMER_DB; `run`, `seed` and `migrate` create one)",
@@ -55,17 +58,19 @@ impl<P: SqliteProject> DatabaseOptions<P> {
     }
 
     /// Why `workers` workers cannot run with these options, if they cannot.
-    pub fn refuse_workers(&self, workers: u16) -> Option<String> {
+    fn refuse_workers(&self, workers: u16) -> Option<String> {
         (self.exclusive && workers != 1).then(|| {
             format!(
                 "--exclusive keeps the database to one connection: use it with --workers 1 (got {workers})"
             )
         })
     }
+}
 
+impl<P: SqliteProject> DatabaseOptions<P> {
     fn settings(&self) -> Settings {
         Settings {
-            durability: self.durability.unwrap_or(P::DURABILITY),
+            durability: self.durability,
             exclusive: self.exclusive,
             ..Settings::default()
         }

@@ -8,29 +8,16 @@ use std::sync::atomic::Ordering;
 use anyhow::Context;
 use clap::Args;
 
-use {{crate_name}}::database::DatabaseOptions;
-use {{crate_name}}::handlers::Notification;
-use {{crate_name}}::relay::Sink;
-use {{crate_name}}::relay::lines::lines_sink;
-use {{crate_name}}::relay::nats::{NatsSink, NatsSinkOptions};
-use {{crate_name}}::source::nats::NatsOptions;
-
-use super::work::WorkArgs;
-use crate::cli::output::outln;
-
-/// The commands of this project's broker.
-#[derive(clap::Subcommand)]
-pub enum BrokerCommand {
-    Consume(ConsumeArgs),
-}
-
-impl BrokerCommand {
-    pub fn execute(self, database: &DatabaseOptions) -> anyhow::Result<ExitCode> {
-        match self {
-            Self::Consume(args) => consume(args, database),
-        }
-    }
-}
+use super::super::consumer::{Consumer, OpenStore};
+use super::super::output::outln;
+use super::super::work::WorkArgs;
+use crate::envelope::Wire;
+use crate::handler::Registry;
+use crate::relay::lines::lines_sink;
+use crate::relay::nats::{NatsSink, NatsSinkOptions};
+use crate::relay::{Notice, Sink};
+use crate::source::nats::NatsOptions;
+use crate::store::Store;
 
 /// Consume events from a NATS JetStream stream, each acknowledged only
 /// after its transaction committed.
@@ -41,18 +28,22 @@ impl BrokerCommand {
 /// and acknowledge what was taken, then exit 0; a second signal quits at
 /// once), or until idle for `--exit-when-idle`. Prints one summary line:
 /// the outcomes, then what the broker was told.
-// `--durable` is the runtime's option; its default is this project's name.
+// `--durable` is the source's option; its default is the project's name.
 #[derive(Args)]
-#[command(mut_arg("durable", |arg| arg.default_value("{{project-name}}").required(false)))]
-pub struct ConsumeArgs {
+#[command(mut_arg("durable", |arg| arg.default_value(C::NAME).required(false)))]
+pub struct ConsumeArgs<C: Consumer> {
     #[command(flatten)]
     nats: NatsOptions,
     #[command(flatten)]
-    work: WorkArgs,
+    work: WorkArgs<C>,
 }
 
-fn consume(args: ConsumeArgs, database: &DatabaseOptions) -> anyhow::Result<ExitCode> {
-    let consumers = args.work.consumers(database);
+/// Consumes from the broker `args` name through the consumers of `C`.
+pub fn consume<C: Consumer>(args: ConsumeArgs<C>, database: &C::Options) -> anyhow::Result<ExitCode>
+where
+    <<C::Store as Store>::Registry as Registry>::Event: Wire + Send + 'static,
+{
+    let consumers = args.work.consumers(database)?;
     let database = database.open()?;
     let runtime = tokio::runtime::Runtime::new().context("could not start the runtime")?;
     runtime.block_on(async {
@@ -90,7 +81,7 @@ pub struct SinkOptions {
 }
 
 impl SinkOptions {
-    pub async fn open(&self) -> anyhow::Result<Box<dyn Sink<Notification>>> {
+    pub async fn open<N: Notice>(&self) -> anyhow::Result<Box<dyn Sink<N>>> {
         Ok(match &self.output {
             Some(path) => Box::new(lines_sink(Some(path))?),
             None => Box::new(NatsSink::connect(&self.nats).await?),

@@ -9,12 +9,14 @@ use anyhow::Context;
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 
-use {{crate_name}}::database::DatabaseOptions;
-use {{crate_name}}::pipeline::Summary;
-use {{crate_name}}::source::lines::{LinesSource, Rejects};
-
+use super::consumer::{Consumer, OpenStore};
 use super::output::outln;
 use super::work::WorkArgs;
+use crate::envelope::Wire;
+use crate::handler::Registry;
+use crate::pipeline::Summary;
+use crate::source::lines::{LinesSource, Rejects};
+use crate::store::Store;
 
 /// Process JSON-lines deliveries from a file or standard input.
 ///
@@ -26,18 +28,22 @@ use super::work::WorkArgs;
 /// handler (run the input again to retry failures; see `dead-letters`), 5
 /// both, 130 interrupted by Ctrl-C or SIGTERM.
 #[derive(Args)]
-pub struct RunArgs {
+pub struct RunArgs<C: Consumer> {
     /// Input file; `-` or nothing reads standard input.
     input: Option<PathBuf>,
     /// Write rejected lines as JSON lines to this file instead of stderr.
     #[arg(long, value_name = "FILE")]
     rejects: Option<PathBuf>,
     #[command(flatten)]
-    work: WorkArgs,
+    work: WorkArgs<C>,
 }
 
-pub fn run(args: RunArgs, database: &DatabaseOptions) -> anyhow::Result<ExitCode> {
-    let consumers = args.work.consumers(database);
+/// Runs the deliveries `args` name through the consumers of `C`.
+pub fn run<C: Consumer>(args: RunArgs<C>, database: &C::Options) -> anyhow::Result<ExitCode>
+where
+    <<C::Store as Store>::Registry as Registry>::Event: Wire + Send + 'static,
+{
+    let consumers = args.work.consumers(database)?;
     let database = database.open()?;
     let (input, length) = open_input(args.input.as_ref())?;
     let progress = progress_bar(length);
@@ -99,7 +105,8 @@ fn progress_bar(length: Option<u64>) -> ProgressBar {
     }
 }
 
-pub(super) fn exit_code(summary: &Summary) -> ExitCode {
+/// What a run's summary means to a shell: see `run --help`.
+pub fn exit_code(summary: &Summary) -> ExitCode {
     let failed = summary.failed + summary.dead_lettered + summary.refused > 0;
     match (summary.rejected > 0, failed) {
         (false, false) => ExitCode::SUCCESS,

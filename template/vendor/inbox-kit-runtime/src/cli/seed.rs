@@ -1,7 +1,7 @@
 //! `seed`: a consumer's own state (the rows its messages need to exist
 //! first: an account, a stock level) set up from a file of SQL, in one
 //! transaction. Every consumer can be run against a real database without
-//! a command of its own; `open-account` is the same for `debit`, by hand.
+//! a command of its own.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -10,7 +10,8 @@ use anyhow::Context;
 use clap::Args;
 
 use super::output::outln;
-use {{crate_name}}::database::DatabaseOptions;
+use super::usage::UsageError;
+use crate::store::Store;
 
 /// Run the SQL statements in FILE in one transaction, after creating the
 /// missing tables: the rows a consumer needs before its messages can apply.
@@ -21,10 +22,14 @@ pub struct SeedArgs {
     file: PathBuf,
 }
 
-pub fn seed(args: SeedArgs, database: &DatabaseOptions) -> anyhow::Result<ExitCode> {
-    let sql = read(&args.file);
-    database
-        .open()?
+/// Seeds the database that `open` opens (creating it and its tables if
+/// needed), once the file was read.
+pub fn seed<S: Store>(
+    args: SeedArgs,
+    open: impl FnOnce() -> anyhow::Result<S>,
+) -> anyhow::Result<ExitCode> {
+    let sql = read(&args.file)?;
+    open()?
         .execute_script(&sql)
         .with_context(|| format!("seed {}: nothing was applied", args.file.display()))?;
     outln!("seeded from {}", args.file.display())?;
@@ -32,13 +37,11 @@ pub fn seed(args: SeedArgs, database: &DatabaseOptions) -> anyhow::Result<ExitCo
 }
 
 /// The file's text; a file that cannot be read is a usage error.
-fn read(file: &std::path::Path) -> String {
+fn read(file: &std::path::Path) -> Result<String, UsageError> {
     let read = if file.as_os_str() == "-" {
         std::io::read_to_string(std::io::stdin())
     } else {
         std::fs::read_to_string(file)
     };
-    read.unwrap_or_else(|error| {
-        super::usage_error(format!("cannot read {}: {error}", file.display()))
-    })
+    read.map_err(|error| UsageError(format!("cannot read {}: {error}", file.display())))
 }

@@ -9,9 +9,8 @@ use clap::Args;
 use indicatif::ProgressBar;
 
 use super::output::outln;
-use {{crate_name}}::database::Database;
-use {{crate_name}}::retention;
-use {{crate_name}}::store::Store;
+use crate::retention;
+use crate::store::Store;
 
 /// Delete inbox rows, attempt counts and sent notifications older than a
 /// window, in small transactions, while deliveries may go on.
@@ -32,7 +31,7 @@ pub struct PurgeArgs {
     batch_rows: u32,
 }
 
-pub fn purge(args: PurgeArgs, database: &Database) -> anyhow::Result<ExitCode> {
+pub fn purge(args: PurgeArgs, database: &impl Store) -> anyhow::Result<ExitCode> {
     retention::check_window(args.older_than, args.redelivery_horizon, args.force)?;
     let spinner = if io::stderr().is_terminal() {
         ProgressBar::new_spinner()

@@ -1,5 +1,5 @@
 //! `--metrics-addr`: serving Prometheus metrics while a command runs (see
-//! `{{crate_name}}::metrics`).
+//! [`crate::metrics`]).
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -7,12 +7,12 @@ use std::time::Duration;
 
 use clap::Args;
 
-use {{crate_name}}::database::Database;
-use {{crate_name}}::handlers::{AnyHandler, Handlers};
-use {{crate_name}}::meter::{Meter, Unmetered};
-use {{crate_name}}::metrics::{Metrics, http};
-use {{crate_name}}::progress::note;
-use {{crate_name}}::source::BrokerProbe;
+use crate::handler::{Registry, Subscriber};
+use crate::meter::{Meter, Unmetered};
+use crate::metrics::{Metrics, http};
+use crate::progress::note;
+use crate::source::BrokerProbe;
+use crate::store::Store;
 
 /// Serving metrics.
 #[derive(Args)]
@@ -34,12 +34,12 @@ impl MetricsArgs {
     /// current runtime, until it stops), the backlog read from `database`
     /// at each scrape, a series for each of `consumers` from the start,
     /// the source's broker (if it has one) asked too; or nothing.
-    pub async fn meter(
+    pub async fn meter<S: Store>(
         &self,
-        database: &Database,
-        consumers: &[Arc<AnyHandler>],
+        database: &S,
+        consumers: &[Arc<<S::Registry as Registry>::Handler<'static>>],
         broker: Option<Box<dyn BrokerProbe>>,
-    ) -> anyhow::Result<Arc<dyn Meter<Handlers>>> {
+    ) -> anyhow::Result<Arc<dyn Meter<S::Registry>>> {
         let Some(addr) = self.metrics_addr else {
             return Ok(Arc::new(Unmetered));
         };

@@ -2,17 +2,18 @@
 //! them another chance once their handler or data is fixed.
 
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use clap::Subcommand;
 
 use super::output::outln;
-use {{crate_name}}::database::Database;
-use {{crate_name}}::envelope::Wire;
-use {{crate_name}}::event::Event;
-use {{crate_name}}::handlers;
-use {{crate_name}}::inbox::{DeadLetters, Outcome, Policy};
-use {{crate_name}}::message::{Message, MessageId};
-use {{crate_name}}::store::Store;
+use super::usage::UsageError;
+use crate::delivery::DeadLetters;
+use crate::envelope::Wire;
+use crate::handler::{BadConsumers, Registry};
+use crate::inbox::{Outcome, Policy};
+use crate::message::{Message, MessageId};
+use crate::store::Store;
 
 /// Messages parked after failing `--max-attempts` times.
 #[derive(Subcommand)]
@@ -31,7 +32,20 @@ pub enum DeadLettersCommand {
     },
 }
 
-pub fn execute(command: DeadLettersCommand, database: &Database) -> anyhow::Result<ExitCode> {
+/// The project's handlers picked by name (its `handlers::select`).
+pub type Select<R> =
+    fn(&[String]) -> Result<Vec<Arc<<R as Registry>::Handler<'static>>>, BadConsumers>;
+
+/// Runs `command` on `database`, finding the handler of each dead letter
+/// by its consumer's name with `select`.
+pub fn execute<S: Store>(
+    command: DeadLettersCommand,
+    database: &S,
+    select: Select<S::Registry>,
+) -> anyhow::Result<ExitCode>
+where
+    <S::Registry as Registry>::Event: Wire,
+{
     match command {
         DeadLettersCommand::List => {
             let letters = database.inbox(Policy::default())?.dead_letters()?;
@@ -50,18 +64,21 @@ pub fn execute(command: DeadLettersCommand, database: &Database) -> anyhow::Resu
             outln!("dead_letters={}", letters.len())?;
             Ok(ExitCode::SUCCESS)
         }
-        DeadLettersCommand::Redrive { consumer, ids } => redrive(database, consumer, &ids),
+        DeadLettersCommand::Redrive { consumer, ids } => redrive(database, select, consumer, &ids),
     }
 }
 
-fn redrive(
-    database: &Database,
+fn redrive<S: Store>(
+    database: &S,
+    select: Select<S::Registry>,
     consumer: Option<String>,
     ids: &[String],
-) -> anyhow::Result<ExitCode> {
+) -> anyhow::Result<ExitCode>
+where
+    <S::Registry as Registry>::Event: Wire,
+{
     if let Some(name) = &consumer {
-        handlers::select(std::slice::from_ref(name))
-            .unwrap_or_else(|error| super::usage_error(error));
+        select(std::slice::from_ref(name)).map_err(|error| UsageError(error.to_string()))?;
     }
     let mut inbox = database.inbox(Policy::default())?;
     let letters = inbox.dead_letters()?;
@@ -80,13 +97,13 @@ fn redrive(
     }
     let (mut applied, mut still_failing) = (0, 0);
     for letter in chosen {
-        let handler = handlers::select(std::slice::from_ref(&letter.consumer))?.remove(0);
+        let handler = select(std::slice::from_ref(&letter.consumer))?.remove(0);
         let message = Message {
             id: MessageId::new(letter.message_id.clone())?,
-            event: Event::decode(&letter.event_type, &letter.payload)?,
+            event: Wire::decode(&letter.event_type, &letter.payload)?,
             trace_parent: None,
         };
-        match inbox.redrive(handler.as_ref(), &message)? {
+        match inbox.redrive(S::Registry::lend(&handler), &message)? {
             Outcome::Applied => {
                 applied += 1;
                 outln!("{} {}: applied", letter.consumer, letter.message_id)?;

@@ -8,15 +8,14 @@ use std::time::Duration;
 use anyhow::Context;
 use clap::{Args, Subcommand};
 
-use {{crate_name}}::database::{Database, DatabaseOptions};
-use {{crate_name}}::relay::{self, Queue, RelayPolicy, Until, Watch};
-use {{crate_name}}::stop::{self, Stop};
-use {{crate_name}}::store::Store;
-
 use super::broker::SinkOptions;
+use super::consumer::{Consumer, OpenStore};
 use super::metrics::MetricsArgs;
 use super::output::outln;
 use super::progress::ProgressArgs;
+use crate::relay::{self, Queue, RelayPolicy, Until, Watch};
+use crate::stop::{self, Stop};
+use crate::store::Store;
 
 /// The outbox's relay.
 #[derive(Subcommand)]
@@ -64,7 +63,11 @@ pub struct SendArgs {
     metrics: MetricsArgs,
 }
 
-pub fn execute(command: RelayCommand, database: &DatabaseOptions) -> anyhow::Result<ExitCode> {
+/// Runs `command` on the database `database` names.
+pub fn execute<C: Consumer>(
+    command: RelayCommand,
+    database: &C::Options,
+) -> anyhow::Result<ExitCode> {
     match command {
         RelayCommand::Send(args) => send(args, database.open()?),
         RelayCommand::Parked => {
@@ -88,7 +91,7 @@ pub fn execute(command: RelayCommand, database: &DatabaseOptions) -> anyhow::Res
     }
 }
 
-fn send(args: SendArgs, database: Database) -> anyhow::Result<ExitCode> {
+fn send<S: Store>(args: SendArgs, database: S) -> anyhow::Result<ExitCode> {
     let policy = RelayPolicy {
         max_attempts: args.max_attempts,
         retry_after: args.retry_after,

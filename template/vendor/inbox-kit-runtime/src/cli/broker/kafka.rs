@@ -1,6 +1,6 @@
-//! What Kafka adds to the commands: `consume` (records from topics, as a
-//! member of a consumer group, until interrupted or idle), and a relay that
-//! produces notifications to a topic.
+//! What Kafka adds to the commands: `consume` (records from topics, each
+//! partition's offset committed after the transactions before it), and a
+//! relay that produces notifications to topics.
 
 use std::process::ExitCode;
 use std::sync::atomic::Ordering;
@@ -8,29 +8,16 @@ use std::sync::atomic::Ordering;
 use anyhow::Context;
 use clap::Args;
 
-use {{crate_name}}::database::DatabaseOptions;
-use {{crate_name}}::handlers::Notification;
-use {{crate_name}}::relay::Sink;
-use {{crate_name}}::relay::kafka::{KafkaSink, KafkaSinkOptions};
-use {{crate_name}}::relay::lines::lines_sink;
-use {{crate_name}}::source::kafka::KafkaOptions;
-
-use super::work::WorkArgs;
-use crate::cli::output::outln;
-
-/// The commands of this project's broker.
-#[derive(clap::Subcommand)]
-pub enum BrokerCommand {
-    Consume(ConsumeArgs),
-}
-
-impl BrokerCommand {
-    pub fn execute(self, database: &DatabaseOptions) -> anyhow::Result<ExitCode> {
-        match self {
-            Self::Consume(args) => consume(args, database),
-        }
-    }
-}
+use super::super::consumer::{Consumer, OpenStore};
+use super::super::output::outln;
+use super::super::work::WorkArgs;
+use crate::envelope::Wire;
+use crate::handler::Registry;
+use crate::relay::kafka::{KafkaSink, KafkaSinkOptions};
+use crate::relay::lines::lines_sink;
+use crate::relay::{Notice, Sink};
+use crate::source::kafka::KafkaOptions;
+use crate::store::Store;
 
 /// Consume events from Kafka topics, each partition's offset committed
 /// only after the transactions of the records before it.
@@ -44,18 +31,22 @@ impl BrokerCommand {
 /// exit 0; a second signal quits at once), or until idle for
 /// `--exit-when-idle`. Prints one summary line: the outcomes, then what
 /// the broker was told.
-// `--group` is the runtime's option; its default is this project's name.
+// `--group` is the source's option; its default is the project's name.
 #[derive(Args)]
-#[command(mut_arg("group", |arg| arg.default_value("{{project-name}}").required(false)))]
-pub struct ConsumeArgs {
+#[command(mut_arg("group", |arg| arg.default_value(C::NAME).required(false)))]
+pub struct ConsumeArgs<C: Consumer> {
     #[command(flatten)]
     kafka: KafkaOptions,
     #[command(flatten)]
-    work: WorkArgs,
+    work: WorkArgs<C>,
 }
 
-fn consume(args: ConsumeArgs, database: &DatabaseOptions) -> anyhow::Result<ExitCode> {
-    let consumers = args.work.consumers(database);
+/// Consumes from the broker `args` name through the consumers of `C`.
+pub fn consume<C: Consumer>(args: ConsumeArgs<C>, database: &C::Options) -> anyhow::Result<ExitCode>
+where
+    <<C::Store as Store>::Registry as Registry>::Event: Wire + Clone + Send + 'static,
+{
+    let consumers = args.work.consumers(database)?;
     let database = database.open()?;
     let runtime = tokio::runtime::Runtime::new().context("could not start the runtime")?;
     runtime.block_on(async {
@@ -95,7 +86,7 @@ pub struct SinkOptions {
 }
 
 impl SinkOptions {
-    pub async fn open(&self) -> anyhow::Result<Box<dyn Sink<Notification>>> {
+    pub async fn open<N: Notice>(&self) -> anyhow::Result<Box<dyn Sink<N>>> {
         Ok(match &self.output {
             Some(path) => Box::new(lines_sink(Some(path))?),
             None => Box::new(KafkaSink::connect(&self.kafka)?),

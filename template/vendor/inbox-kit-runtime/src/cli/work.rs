@@ -1,29 +1,33 @@
 //! The options every consuming command shares: workers, batches, attempts,
 //! which consumers.
 
+use std::marker::PhantomData;
 use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Args;
 
-use {{crate_name}}::database::{Database, DatabaseOptions};
-use {{crate_name}}::defaults;
-use {{crate_name}}::event::Event;
-use {{crate_name}}::handlers;
-use {{crate_name}}::handlers::AnyHandler;
-use {{crate_name}}::inbox::Policy;
-use {{crate_name}}::pipeline::{self, Options, Report};
-use {{crate_name}}::source::{BrokerProbe, Source};
-use {{crate_name}}::store::Store;
-
+use super::consumer::{Consumer, HandlerOf, OpenStore};
 use super::metrics::MetricsArgs;
 use super::progress::ProgressArgs;
+use super::usage::UsageError;
+use crate::handler::Registry;
+use crate::inbox::Policy;
+use crate::pipeline::{self, Options, Report};
+use crate::source::{BrokerProbe, Source};
+use crate::store::Store;
+
+/// A project's registry, through its consumer `C`.
+type RegistryOf<C> = <<C as Consumer>::Store as Store>::Registry;
+
+/// A project's event type, through its consumer `C`.
+type EventOf<C> = <RegistryOf<C> as Registry>::Event;
 
 /// How deliveries are worked through.
 #[derive(Args)]
-pub struct WorkArgs {
+pub struct WorkArgs<C: Consumer> {
     /// Worker threads, each with its own database connection.
-    #[arg(long, short, default_value_t = defaults::WORKERS, value_parser = clap::value_parser!(u16).range(1..=256))]
+    #[arg(long, short, default_value_t = C::WORKERS, value_parser = clap::value_parser!(u16).range(1..=256))]
     workers: u16,
     /// Messages per transaction (1 = one transaction per message).
     #[arg(long, default_value_t = pipeline::DEFAULT_BATCH_SIZE, value_parser = clap::value_parser!(u16).range(1..))]
@@ -42,16 +46,21 @@ pub struct WorkArgs {
     progress: ProgressArgs,
     #[command(flatten)]
     metrics: MetricsArgs,
+    #[arg(skip)]
+    consumer: PhantomData<fn() -> C>,
 }
 
-impl WorkArgs {
+impl<C: Consumer> WorkArgs<C>
+where
+    EventOf<C>: Send + 'static,
+{
     /// The consumers to run; a usage error (exit code 2) for an unknown
     /// name, or for options the database refuses.
-    pub fn consumers(&self, database: &DatabaseOptions) -> Vec<Arc<AnyHandler>> {
+    pub fn consumers(&self, database: &C::Options) -> Result<Vec<Arc<HandlerOf<C>>>, UsageError> {
         if let Some(refusal) = database.refuse_workers(self.workers) {
-            super::usage_error(refusal);
+            return Err(UsageError(refusal));
         }
-        handlers::select(&self.consumers).unwrap_or_else(|error| super::usage_error(error))
+        C::select(&self.consumers).map_err(|error| UsageError(error.to_string()))
     }
 
     /// Delivers what `source` yields to `consumers` on `database`, with
@@ -60,9 +69,9 @@ impl WorkArgs {
     /// it. Runs on the current runtime.
     pub async fn deliver(
         &self,
-        source: Box<dyn Source<Event>>,
-        consumers: Vec<Arc<AnyHandler>>,
-        database: Database,
+        source: Box<dyn Source<EventOf<C>>>,
+        consumers: Vec<Arc<HandlerOf<C>>>,
+        database: C::Store,
         probe: Option<Box<dyn BrokerProbe>>,
     ) -> anyhow::Result<Report> {
         let options = self.options(&database, &consumers, probe).await?;
@@ -78,10 +87,10 @@ impl WorkArgs {
 
     async fn options(
         &self,
-        database: &Database,
-        consumers: &[Arc<AnyHandler>],
+        database: &C::Store,
+        consumers: &[Arc<HandlerOf<C>>],
         broker: Option<Box<dyn BrokerProbe>>,
-    ) -> anyhow::Result<Options> {
+    ) -> anyhow::Result<Options<RegistryOf<C>>> {
         Ok(Options {
             workers: usize::from(self.workers),
             batch_size: usize::from(self.batch_size),
