@@ -86,7 +86,7 @@ fn a_failed_commit_reported_as_applied_is_caught_by_the_failed_commit() {
 
 #[test]
 fn purges_that_delete_what_they_must_keep_are_caught_at_the_edge() {
-    for purge in all_purges() {
+    for purge in all_purges::<ThisProject>() {
         caught(purge_edge(&debit(), purge.as_ref(), 10), &purge.name());
     }
 }

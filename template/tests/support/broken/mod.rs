@@ -5,16 +5,12 @@
 //! re-exported here); the traps only one database has live in its own
 //! support module. None of this is ever used by the consumer itself. Here:
 //!
-//! * `handlers`: this project's handlers doing the wrong thing;
-//! * `purges`: retention that deletes too much (it purges through this
-//!   project's store).
+//! * `handlers`: this project's handlers doing the wrong thing.
 
 mod handlers;
-mod purges;
 
 pub use handlers::*;
 pub use inbox_kit_testkit::broken::*;
-pub use purges::*;
 
 use {{crate_name}}::handlers::Handlers;
 use {{crate_name}}::inbox::Inbox;

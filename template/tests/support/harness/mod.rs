@@ -53,6 +53,7 @@ use inbox_kit_testkit::harness::{Conflicts, HeldClaim, Project, Tripwires};
 use {{crate_name}}::event::Event;
 use {{crate_name}}::handlers::{self, AnyHandler, Handlers, Tables};
 use {{crate_name}}::inbox::{DeadLetter, Inbox, Policy, StorageError};
+use {{crate_name}}::store::{Purged, Store};
 
 use crate::support::database::{CONCURRENT_WRITERS, Fixture};
 
@@ -113,6 +114,18 @@ impl inbox_kit_testkit::harness::Fixture<ThisProject> for Fixture {
 
     fn failures_counted(&self, consumer: &str) -> u64 {
         Fixture::failures_counted(self, consumer)
+    }
+
+    fn purge(
+        &self,
+        older_than: Duration,
+        keys_per_transaction: u32,
+        progress: &mut dyn FnMut(u64),
+    ) -> Purged {
+        let purged = self
+            .database()
+            .purge(older_than, keys_per_transaction, progress);
+        purged.expect("purge")
     }
 
     fn raw(&self) -> Box<dyn Raw<ThisProject>> {

@@ -87,6 +87,11 @@ impl Raw<ThisProject> for PgRaw {
         Ok(self.client.batch_execute(sql)?)
     }
 
+    fn count(&mut self, sql: &str) -> Result<u64, StorageError> {
+        let count: i64 = self.client.query_one(sql, &[])?.get(0);
+        Ok(count.unsigned_abs())
+    }
+
     fn count_failure(
         &mut self,
         consumer: &str,

@@ -82,6 +82,11 @@ impl Raw<ThisProject> for SqliteRaw {
         Ok(self.db.execute_batch(sql)?)
     }
 
+    fn count(&mut self, sql: &str) -> Result<u64, StorageError> {
+        let count: i64 = self.db.query_row(sql, [], |row| row.get(0))?;
+        Ok(count.unsigned_abs())
+    }
+
     fn count_failure(
         &mut self,
         consumer: &str,

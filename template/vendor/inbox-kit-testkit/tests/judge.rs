@@ -208,6 +208,14 @@ impl Fixture<Ledgers> for Memory {
     fn inbox(&self, _policy: Policy) -> LettersOf<Ledgers> {
         unreachable!("the judge's tests read a fixture; they deliver nothing")
     }
+    fn purge(
+        &self,
+        _older_than: std::time::Duration,
+        _keys_per_transaction: u32,
+        _progress: &mut dyn FnMut(u64),
+    ) -> inbox_kit_runtime::store::Purged {
+        unreachable!("the judge's tests read a fixture; they write nothing")
+    }
     fn raw(&self) -> Box<dyn Raw<Ledgers>> {
         unreachable!("the judge's tests read a fixture; they write nothing")
     }

@@ -13,6 +13,7 @@
 //! * `faults`: database faults held against the message, taken as final
 //!   or as duplicates, and batches without a savepoint per delivery;
 //! * `pipeline`: settling too early, routing by anything but the key;
+//! * `purges`: retention that deletes what it must keep, or miscounts;
 //! * `hangs`: waits that never end (run only in a test process of their
 //!   own, since ending it is how a hang fails).
 //!
@@ -28,6 +29,7 @@ mod ids;
 mod inboxes;
 mod letters;
 mod pipeline;
+mod purges;
 
 pub use batches::*;
 pub use faults::*;
@@ -36,6 +38,7 @@ pub use ids::*;
 pub use inboxes::*;
 pub use letters::*;
 pub use pipeline::*;
+pub use purges::*;
 
 use inbox_kit_runtime::delivery::{Delivery, Inbox};
 use inbox_kit_runtime::inbox::Outcome;

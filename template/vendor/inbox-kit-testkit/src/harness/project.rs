@@ -16,6 +16,7 @@ use inbox_kit_runtime::handler::{Handler, HandlerError, Registry};
 use inbox_kit_runtime::inbox::{DeadLetter, Policy};
 use inbox_kit_runtime::message::Message;
 use inbox_kit_runtime::storage::StorageError;
+use inbox_kit_runtime::store::Purged;
 
 use super::tripwires::Tripwires;
 
@@ -84,6 +85,15 @@ pub trait Fixture<P: Project>: Tripwires<P::Registry> + Sized + Sync {
 
     /// Failures counted for `consumer` and not yet dead-lettered.
     fn failures_counted(&self, consumer: &str) -> u64;
+
+    /// The project's purge (the runtime's, `Store::purge`), walking
+    /// `keys_per_transaction` keys per transaction.
+    fn purge(
+        &self,
+        older_than: std::time::Duration,
+        keys_per_transaction: u32,
+        progress: &mut dyn FnMut(u64),
+    ) -> Purged;
 
     /// A new connection driven one statement at a time, for hand-written
     /// inboxes and for applying a message past the inbox.
@@ -154,6 +164,9 @@ pub trait Raw<P: Project>: Send {
     /// Runs statements that take no parameters and return no rows
     /// (`SAVEPOINT s`, `ROLLBACK TO SAVEPOINT s`).
     fn run(&mut self, sql: &str) -> Result<(), StorageError>;
+    /// The one integer that a query without parameters returns (`SELECT
+    /// count(*) ...`).
+    fn count(&mut self, sql: &str) -> Result<u64, StorageError>;
     /// Adds one failed attempt, failed at `at`, to the count of (consumer,
     /// id); returns the count.
     fn count_failure(

@@ -10,60 +10,45 @@
 
 use std::time::Duration;
 
-use {{crate_name}}::envelope::Wire;
-use {{crate_name}}::inbox::DeadLetter;
-use {{crate_name}}::message::Message;
-use {{crate_name}}::store::{Purged, Store};
+use inbox_kit_runtime::envelope::Wire;
+use inbox_kit_runtime::inbox::DeadLetter;
+use inbox_kit_runtime::message::Message;
+use inbox_kit_runtime::store::Purged;
 
-use crate::support::database::Fixture;
-use crate::support::harness::{
-    Expected, InboxUnderTest, LocalSubject, Play, RealInbox, Violation, facts, fixture_for, hangs,
-    now_millis, observe,
+use crate::harness::env::now_millis;
+use crate::harness::{
+    EventOf, Expected, Fixture, Play, PlayOf, Project, RealInbox, Subject, Violation, deliver_all,
+    facts, fixture_for, hangs, observe,
 };
 
-use crate::support::harness::deliver_all;
-
-/// A purge implementation under test.
-pub trait Purger {
+/// A purge implementation under test, on project `P`'s database.
+pub trait Purger<P: Project> {
     fn name(&self) -> String;
     /// Deletes what is older than `older_than`, telling `progress` the
     /// running total of deleted rows.
     fn purge(
         &self,
-        fixture: &Fixture,
+        fixture: &P::Fixture,
         older_than: Duration,
         progress: &mut dyn FnMut(u64),
     ) -> Purged;
 }
 
-/// The purge this crate ships.
+/// The runtime's purge, the one every project ships.
 pub struct RealPurge;
 
-impl Purger for RealPurge {
+impl<P: Project> Purger<P> for RealPurge {
     fn name(&self) -> String {
         "real purge".into()
     }
     fn purge(
         &self,
-        fixture: &Fixture,
+        fixture: &P::Fixture,
         older_than: Duration,
         progress: &mut dyn FnMut(u64),
     ) -> Purged {
-        shipped_purge(fixture, older_than, KEYS_PER_TRANSACTION, progress)
+        fixture.purge(older_than, KEYS_PER_TRANSACTION, progress)
     }
-}
-
-/// The purge this crate ships, walking `keys` keys per transaction.
-pub fn shipped_purge(
-    fixture: &Fixture,
-    older_than: Duration,
-    keys: u32,
-    progress: &mut dyn FnMut(u64),
-) -> Purged {
-    fixture
-        .database()
-        .purge(older_than, keys, progress)
-        .expect("purge")
 }
 
 /// How many keys the real purge walks per transaction here: few, so that
@@ -96,11 +81,11 @@ pub struct PurgeReport {
 /// queued but not sent yet on both sides, purges, then redelivers the ones
 /// inside: they must all be duplicates. The play covers the messages
 /// inside the window; its step [`AFTER_PURGE`] counts the rows left.
-pub fn play_purge_edge<S: LocalSubject>(
+pub fn play_purge_edge<S: Subject>(
     subject: &S,
-    purger: &dyn Purger,
+    purger: &dyn Purger<S::Project>,
     count: usize,
-) -> (Play<S::State>, PurgeReport) {
+) -> (PlayOf<S>, PurgeReport) {
     let _scenario = hangs::scenario(format!(
         "purge edge via {}, for `{}`",
         purger.name(),
@@ -110,11 +95,8 @@ pub fn play_purge_edge<S: LocalSubject>(
     let fixture = fixture_for(&inbox, &[subject]);
     let handler = subject.handler();
     let consumer = handler.consumer();
-    let messages = facts(subject, "m-", 2 * count);
-    let (inside, outside): (Vec<Message>, Vec<Message>) = {
-        let (a, b) = messages.split_at(count);
-        (a.to_vec(), b.to_vec())
-    };
+    let mut inside: Vec<Message<EventOf<S>>> = facts(subject, "m-", 2 * count);
+    let outside = inside.split_off(count);
     let window = WINDOW.as_millis() as i64;
     let margin = MARGIN.as_millis() as i64;
     let mut raw = fixture.raw();
@@ -139,21 +121,25 @@ pub fn play_purge_edge<S: LocalSubject>(
             })
             .expect("write an old dead letter");
             let event = id.replace('\'', "''");
-            fixture.run_sql(&format!(
+            raw.run(&format!(
                 "INSERT INTO notifications (event_id, channel, account, body, queued_at, sent_at)
                  VALUES ('{event}-sent', 'email', 1, 'sent', {at}, {at}),
                         ('{event}-unsent', 'email', 1, 'not sent yet', {at}, NULL);"
-            ));
+            ))
+            .expect("queue old notifications");
         }
     }
     let mut progress = Vec::new();
     let purged = purger.purge(&fixture, WINDOW, &mut |rows| progress.push(rows));
     let after_purge = observe(&fixture, subject, Default::default());
-    let left = fixture.with_tables(|tables| tables.notifications());
-    let left_ending = |suffix: &str| {
-        left.iter()
-            .filter(|notification| notification.event_id.ends_with(suffix))
-            .count()
+    let mut raw = fixture.raw();
+    let mut left_ending = |suffix: &str| {
+        let rows = raw
+            .count(&format!(
+                "SELECT count(*) FROM notifications WHERE event_id LIKE '%{suffix}'"
+            ))
+            .expect("count the notifications left");
+        usize::try_from(rows).expect("a count")
     };
     let report = PurgeReport {
         purged,
@@ -179,11 +165,11 @@ pub fn play_purge_edge<S: LocalSubject>(
 /// Judged: exactly the rows inside the window survive the purge, it
 /// reports exactly what it deleted, and the redeliveries inside the window
 /// are duplicates that change nothing.
-pub fn purge_edge<S: LocalSubject>(
+pub fn purge_edge<S: Subject>(
     subject: &S,
-    purger: &dyn Purger,
+    purger: &dyn Purger<S::Project>,
     count: usize,
-) -> Result<Play<S::State>, Violation> {
+) -> Result<PlayOf<S>, Violation> {
     let (play, report) = play_purge_edge(subject, purger, count);
     let purged = play.step(AFTER_PURGE);
     let mut problems = Vec::new();

@@ -1,15 +1,17 @@
-//! Retention that deletes what it must keep.
+//! Retention that deletes what it must keep, or reports what it did
+//! wrongly: each is caught by the purge at the window's edge
+//! ([`crate::harness::scenarios::purge_edge`]).
 
 use std::time::Duration;
 
-use {{crate_name}}::retention::cutoff_millis;
-use {{crate_name}}::store::Purged;
+use inbox_kit_runtime::retention::cutoff_millis;
+use inbox_kit_runtime::store::Purged;
 
-use crate::support::database::Fixture;
-use crate::support::harness::{Purger, RealPurge, shipped_purge};
+use crate::harness::scenarios::{Purger, RealPurge};
+use crate::harness::{Fixture, Project};
 
 /// Every broken purge here.
-pub fn all_purges() -> Vec<Box<dyn Purger>> {
+pub fn all_purges<P: Project>() -> Vec<Box<dyn Purger<P>>> {
     vec![
         Box::new(SloppyPurge),
         Box::new(PurgeDeletesAttemptsEarly),
@@ -39,17 +41,18 @@ pub fn all_purges() -> Vec<Box<dyn Purger>> {
 /// only by the purge at the window's edge.
 pub struct SloppyPurge;
 
-impl Purger for SloppyPurge {
+impl<P: Project> Purger<P> for SloppyPurge {
     fn name(&self) -> String {
         "purge three hours too eager".into()
     }
     fn purge(
         &self,
-        fixture: &Fixture,
+        fixture: &P::Fixture,
         older_than: Duration,
         progress: &mut dyn FnMut(u64),
     ) -> Purged {
-        RealPurge.purge(
+        Purger::<P>::purge(
+            &RealPurge,
             fixture,
             older_than - Duration::from_secs(3 * 3600),
             progress,
@@ -63,18 +66,18 @@ impl Purger for SloppyPurge {
 /// the attempts inside the window must stay.
 pub struct PurgeDeletesAttemptsEarly;
 
-impl Purger for PurgeDeletesAttemptsEarly {
+impl<P: Project> Purger<P> for PurgeDeletesAttemptsEarly {
     fn name(&self) -> String {
         "purge that deletes every attempt count".into()
     }
     fn purge(
         &self,
-        fixture: &Fixture,
+        fixture: &P::Fixture,
         older_than: Duration,
         progress: &mut dyn FnMut(u64),
     ) -> Purged {
-        let purged = RealPurge.purge(fixture, older_than, progress);
-        fixture.run_sql("DELETE FROM attempts;");
+        let purged = Purger::<P>::purge(&RealPurge, fixture, older_than, progress);
+        fixture.raw().run("DELETE FROM attempts;").expect("delete");
         purged
     }
 }
@@ -87,22 +90,25 @@ pub struct PurgeAlsoDeletes {
     age: &'static str,
 }
 
-impl Purger for PurgeAlsoDeletes {
+impl<P: Project> Purger<P> for PurgeAlsoDeletes {
     fn name(&self) -> String {
         format!("purge that deletes {}", self.what)
     }
     fn purge(
         &self,
-        fixture: &Fixture,
+        fixture: &P::Fixture,
         older_than: Duration,
         progress: &mut dyn FnMut(u64),
     ) -> Purged {
-        let purged = RealPurge.purge(fixture, older_than, progress);
+        let purged = Purger::<P>::purge(&RealPurge, fixture, older_than, progress);
         let cutoff = cutoff_millis(older_than);
-        fixture.run_sql(&format!(
-            "DELETE FROM {} WHERE {} < {cutoff};",
-            self.table, self.age
-        ));
+        fixture
+            .raw()
+            .run(&format!(
+                "DELETE FROM {} WHERE {} < {cutoff};",
+                self.table, self.age
+            ))
+            .expect("delete");
         purged
     }
 }
@@ -113,19 +119,19 @@ impl Purger for PurgeAlsoDeletes {
 /// scenario knows it deleted.
 pub struct PurgeCountsOneTable;
 
-impl Purger for PurgeCountsOneTable {
+impl<P: Project> Purger<P> for PurgeCountsOneTable {
     fn name(&self) -> String {
         "purge that reports only its inbox rows".into()
     }
     fn purge(
         &self,
-        fixture: &Fixture,
+        fixture: &P::Fixture,
         older_than: Duration,
         progress: &mut dyn FnMut(u64),
     ) -> Purged {
         Purged {
             attempt_rows: 0,
-            ..RealPurge.purge(fixture, older_than, progress)
+            ..Purger::<P>::purge(&RealPurge, fixture, older_than, progress)
         }
     }
 }
@@ -135,18 +141,18 @@ impl Purger for PurgeCountsOneTable {
 /// the end. Caught by the progress, which must only grow, up to the total.
 pub struct PurgeProgressPerWindow;
 
-impl Purger for PurgeProgressPerWindow {
+impl<P: Project> Purger<P> for PurgeProgressPerWindow {
     fn name(&self) -> String {
         "purge whose progress counts each window alone".into()
     }
     fn purge(
         &self,
-        fixture: &Fixture,
+        fixture: &P::Fixture,
         older_than: Duration,
         progress: &mut dyn FnMut(u64),
     ) -> Purged {
         let mut before = 0;
-        RealPurge.purge(fixture, older_than, &mut |total| {
+        Purger::<P>::purge(&RealPurge, fixture, older_than, &mut |total| {
             progress(total - before);
             before = total;
         })
@@ -159,16 +165,16 @@ impl Purger for PurgeProgressPerWindow {
 /// progress, which no window may move by more than its keys.
 pub struct PurgeInOneTransaction;
 
-impl Purger for PurgeInOneTransaction {
+impl<P: Project> Purger<P> for PurgeInOneTransaction {
     fn name(&self) -> String {
         "purge that deletes a whole table in one transaction".into()
     }
     fn purge(
         &self,
-        fixture: &Fixture,
+        fixture: &P::Fixture,
         older_than: Duration,
         progress: &mut dyn FnMut(u64),
     ) -> Purged {
-        shipped_purge(fixture, older_than, u32::MAX, progress)
+        fixture.purge(older_than, u32::MAX, progress)
     }
 }
