@@ -75,6 +75,7 @@ fn every_project_holds_the_kits_crates_byte_for_byte_and_names_them_by_version_a
         }
         let features = match name {
             "inbox-kit-runtime" => r#", features = ["cli", "sqlite"]"#,
+            "inbox-kit-testkit" => r#", features = ["sqlite"]"#,
             _ => "",
         };
         let dependency = format!(

@@ -23,9 +23,8 @@
 //! contract, the judge and its once-only route, the required scenarios,
 //! the inboxes they deliver through, the knobs and seeded generator,
 //! handlers wrapped to fail on purpose, the hang watchdog), re-exported
-//! here. This file shows the project to it: [`ThisProject`], and its
-//! database fixture as the test kit's `Fixture` and `Tripwires` (each
-//! method the fixture's own of the same name).
+//! here. This file shows the project to it: [`ThisProject`], whose
+//! database fixture is its database's (`support::database::Fixture`).
 
 mod judge;
 mod scenarios;
@@ -46,16 +45,13 @@ pub use judge::Play;
 pub use scenarios::*;
 
 use std::sync::Arc;
-use std::time::Duration;
 
-use inbox_kit_testkit::harness::{Conflicts, HeldClaim, Project, Tripwires};
+use inbox_kit_testkit::harness::Project;
 
 use {{crate_name}}::event::Event;
 use {{crate_name}}::handlers::{self, AnyHandler, Handlers, Tables};
-use {{crate_name}}::inbox::{DeadLetter, Inbox, Policy, StorageError};
-use {{crate_name}}::store::{Purged, Store};
 
-use crate::support::database::{CONCURRENT_WRITERS, Fixture};
+use crate::support::database::Fixture;
 
 /// This project as the test kit's harness sees it: its events, the tables
 /// its handlers are handed, its registry and its database fixture.
@@ -69,107 +65,6 @@ impl Project for ThisProject {
 
     fn handlers() -> Vec<Arc<AnyHandler>> {
         handlers::all()
-    }
-}
-
-/// What the test kit's judge reads from a fixture: the fixture's own
-/// methods of the same names.
-impl inbox_kit_testkit::harness::Fixture<ThisProject> for Fixture {
-    const CONCURRENT_WRITERS: bool = CONCURRENT_WRITERS;
-
-    fn new() -> Self {
-        Fixture::new()
-    }
-
-    fn location(&self) -> String {
-        Fixture::location(self)
-    }
-
-    fn attach(location: &str) -> Self {
-        Fixture::attach(location)
-    }
-
-    fn identity(&self) -> String {
-        Fixture::identity(self)
-    }
-
-    fn with_tables<T>(
-        &self,
-        work: impl FnOnce(&mut (dyn Tables + '_)) -> Result<T, StorageError>,
-    ) -> T {
-        Fixture::with_tables(self, work)
-    }
-
-    fn waiting_on_locks(&self) -> usize {
-        Fixture::waiting_on_locks(self)
-    }
-
-    fn inbox_rows(&self, consumer: &str) -> usize {
-        Fixture::inbox_rows(self, consumer)
-    }
-
-    fn dead_letters(&self) -> Vec<DeadLetter> {
-        Fixture::dead_letters(self)
-    }
-
-    fn failures_counted(&self, consumer: &str) -> u64 {
-        Fixture::failures_counted(self, consumer)
-    }
-
-    fn purge(
-        &self,
-        older_than: Duration,
-        keys_per_transaction: u32,
-        progress: &mut dyn FnMut(u64),
-    ) -> Purged {
-        let purged = self
-            .database()
-            .purge(older_than, keys_per_transaction, progress);
-        purged.expect("purge")
-    }
-
-    fn raw(&self) -> Box<dyn Raw<ThisProject>> {
-        Fixture::raw(self)
-    }
-
-    fn raw_waiting_forever(&self) -> Box<dyn Raw<ThisProject>> {
-        Fixture::raw_waiting_forever(self)
-    }
-
-    fn inbox(&self, policy: Policy) -> Box<dyn InboxWithLetters<Handlers>> {
-        Fixture::inbox(self, policy)
-    }
-
-    fn scratch<T>(work: impl FnOnce(&mut dyn Scratch<ThisProject>) -> T) -> T {
-        Fixture::scratch(|scratch| work(scratch))
-    }
-}
-
-/// The faults this project's fixture sets off: its own methods of the
-/// same names.
-impl Tripwires<Handlers> for Fixture {
-    fn fail_commits(&self, on: bool) {
-        Fixture::fail_commits(self, on)
-    }
-
-    fn refuse_claims(&self, message_ids: &[&str]) {
-        Fixture::refuse_claims(self, message_ids)
-    }
-
-    fn heal_claims(&self) {
-        Fixture::heal_claims(self)
-    }
-
-    fn hold_claim(&self, consumer: &str, id: &str) -> Box<dyn HeldClaim> {
-        Box::new(Fixture::hold_claim(self, consumer, id))
-    }
-
-    fn conflicts(&self) -> Option<Box<dyn Conflicts + '_>> {
-        Fixture::conflicts(self).map(|conflicts| Box::new(conflicts) as Box<dyn Conflicts + '_>)
-    }
-
-    fn impatient_inbox(&self, policy: Policy, wait: Duration) -> Box<dyn Inbox<Handlers>> {
-        Fixture::impatient_inbox(self, policy, wait)
     }
 }
 

@@ -5,6 +5,7 @@
 
 pub mod bench;
 mod fixture;
+mod harness;
 mod locks;
 mod raw;
 pub mod traps;

@@ -14,6 +14,8 @@ use {{crate_name}}::handlers::Handlers;
 use {{crate_name}}::inbox::{Inbox, Policy};
 use {{crate_name}}::store::Store;
 
+use crate::support::harness::DebitTripwire;
+
 use super::Fixture;
 
 /// Whether two transactions of this database write at the same time: on
@@ -242,33 +244,6 @@ impl Fixture {
         });
     }
 
-    /// From now on, the debit of each of `payment_ids` fails at its
-    /// statement, inside the delivery.
-    pub fn fail_debit_statements(&self, payment_ids: &[&str]) {
-        Tripwire::Debit.install(self);
-        self.with_reader(|client, _| {
-            for id in payment_ids {
-                client
-                    .execute(
-                        "INSERT INTO debit_tripwire (payment_id) VALUES ($1) ON CONFLICT DO NOTHING",
-                        &[id],
-                    )
-                    .expect("arm the debit tripwire");
-            }
-        });
-    }
-
-    /// From now on, the debit of each of `payment_ids` ends its whole
-    /// transaction; `false`: PostgreSQL cannot do that.
-    pub fn end_transaction_at_debits(&self, _payment_ids: &[&str]) -> bool {
-        false
-    }
-
-    /// Debits no longer fail.
-    pub fn heal_debits(&self) {
-        self.run_sql("DELETE FROM debit_tripwire;");
-    }
-
     /// From now on, the database refuses the inbox row of each of
     /// `message_ids` (for any consumer), with an error that is not a
     /// duplicate key.
@@ -362,5 +337,30 @@ impl harness::Conflicts for Conflicts<'_> {
                 .get(0);
             u64::try_from(tries).expect("a count is never negative")
         })
+    }
+}
+
+/// `debit`'s own tripwire, made when a test first arms it.
+impl DebitTripwire for Fixture {
+    fn fail_debit_statements(&self, payment_ids: &[&str]) {
+        Tripwire::Debit.install(self);
+        self.with_reader(|client, _| {
+            for id in payment_ids {
+                client
+                    .execute(
+                        "INSERT INTO debit_tripwire (payment_id) VALUES ($1) ON CONFLICT DO NOTHING",
+                        &[id],
+                    )
+                    .expect("arm the debit tripwire");
+            }
+        });
+    }
+
+    fn end_transaction_at_debits(&self, _payment_ids: &[&str]) -> bool {
+        false
+    }
+
+    fn heal_debits(&self) {
+        self.run_sql("DELETE FROM debit_tripwire;");
     }
 }

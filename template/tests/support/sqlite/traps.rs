@@ -128,7 +128,7 @@ pub fn broken_outbox_keys() -> Vec<WithSchema> {
 /// contention, and a contended lock must never be a failure.
 pub struct DeferredCheck;
 
-struct Deferred(SqliteRaw);
+struct Deferred(SqliteRaw<ThisProject>);
 
 impl Deferred {
     fn deliver(
@@ -194,7 +194,7 @@ pub fn whole_transaction_traps() -> Vec<Box<dyn InboxUnderTest<ThisProject>>> {
 /// one). Caught by the debit that ends its transaction.
 pub struct CarriesOnAfterRollback;
 
-struct CarriesOn(SqliteRaw);
+struct CarriesOn(SqliteRaw<ThisProject>);
 
 impl Inbox<Handlers> for CarriesOn {
     fn deliver_batch(&mut self, batch: &[Delivery<'_>]) -> Result<Vec<Outcome>, StorageError> {

@@ -20,7 +20,9 @@
 //! * [`harness`]: a consumer's conformance harness, whatever its database:
 //!   the contract of a handler under test, the judge, the required
 //!   scenarios and what they deliver through;
-//! * [`broken`]: known-broken inboxes, which those scenarios must catch.
+//! * [`broken`]: known-broken inboxes, which those scenarios must catch;
+//! * `sqlite` (feature `sqlite`): the fixture of a project on SQLite, a
+//!   database file per scenario with the faults it sets off on demand.
 
 pub mod broken;
 pub mod collector;
@@ -29,4 +31,6 @@ pub mod kafka;
 pub mod kill;
 pub mod nats;
 pub mod proxy;
+#[cfg(feature = "sqlite")]
+pub mod sqlite;
 pub mod traces;

@@ -21,6 +21,19 @@ use crate::support::harness::{
 };
 use crate::support::subjects::DebitSubject;
 
+/// The tripwire on `debit`'s own statement, armed by each database's
+/// support module with its SQL (it names `debit`'s table).
+pub trait DebitTripwire {
+    /// From now on, the debit of each of `payment_ids` fails at its
+    /// statement, inside the delivery.
+    fn fail_debit_statements(&self, payment_ids: &[&str]);
+    /// From now on, the debit of each of `payment_ids` ends its whole
+    /// transaction; `false` where the database cannot do that.
+    fn end_transaction_at_debits(&self, payment_ids: &[&str]) -> bool;
+    /// Debits no longer fail.
+    fn heal_debits(&self);
+}
+
 /// The step observed after the batch in which the statements failed.
 pub const STATEMENTS_FAILED: &str = "after the batch in which some debits failed";
 

@@ -1,22 +1,29 @@
 //! [`Raw`] on SQLite: one connection, one statement at a time.
 
+use std::marker::PhantomData;
+
+use inbox_kit_runtime::handler::HandlerError;
+use inbox_kit_runtime::inbox::DeadLetter;
+use inbox_kit_runtime::message::Message;
+use inbox_kit_runtime::sqlite::SqliteHandlers;
+use inbox_kit_runtime::storage::StorageError;
 use rusqlite::{Connection, ErrorCode, OptionalExtension, params};
 
-use {{crate_name}}::database::SqliteTables;
-use {{crate_name}}::handler::HandlerError;
-use {{crate_name}}::handlers::BorrowedHandler;
-use {{crate_name}}::inbox::{DeadLetter, StorageError};
-use {{crate_name}}::message::Message;
+use super::SqliteTest;
+use crate::harness::{HandlerOf, Raw};
 
-use crate::support::harness::{Raw, ThisProject};
-
-pub struct SqliteRaw {
+/// One connection of project `P`'s database, one statement at a time.
+pub struct SqliteRaw<P> {
     db: Connection,
+    project: PhantomData<fn() -> P>,
 }
 
-impl SqliteRaw {
+impl<P> SqliteRaw<P> {
     pub fn new(db: Connection) -> Self {
-        Self { db }
+        Self {
+            db,
+            project: PhantomData,
+        }
     }
 
     /// The connection itself, for traps that need SQLite's own behaviour.
@@ -25,7 +32,7 @@ impl SqliteRaw {
     }
 }
 
-impl Raw<ThisProject> for SqliteRaw {
+impl<P: SqliteTest> Raw<P> for SqliteRaw<P> {
     fn begin(&mut self) -> Result<(), StorageError> {
         Ok(self.db.execute_batch("BEGIN IMMEDIATE")?)
     }
@@ -63,19 +70,19 @@ impl Raw<ThisProject> for SqliteRaw {
 
     fn apply(
         &mut self,
-        handler: &BorrowedHandler<'_>,
-        message: &Message,
+        handler: &HandlerOf<'_, P>,
+        message: &Message<P::Event>,
     ) -> Result<(), HandlerError> {
-        handler.apply(&mut SqliteTables::new(&self.db), message)
+        P::Registry::apply(handler, &self.db, message)
     }
 
     fn apply_all(
         &mut self,
-        handler: &BorrowedHandler<'_>,
-        messages: &[&Message],
+        handler: &HandlerOf<'_, P>,
+        messages: &[&Message<P::Event>],
     ) -> Result<(), HandlerError> {
-        let set_based = handler.set_based().expect("a run has a set-based path");
-        set_based.apply_all(&mut SqliteTables::new(&self.db), messages)
+        assert!(handler.set_based().is_some(), "a run has a set-based path");
+        P::Registry::apply_all(handler, &self.db, messages)
     }
 
     fn run(&mut self, sql: &str) -> Result<(), StorageError> {

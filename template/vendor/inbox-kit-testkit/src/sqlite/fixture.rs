@@ -1,42 +1,56 @@
 //! Fresh SQLite databases for scenarios, each a file in a temporary
 //! folder (the ways to make them fail on demand are in `tripwires.rs`).
 
+use std::marker::PhantomData;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, OnceLock};
 
+use inbox_kit_runtime::handler::HandlerError;
+use inbox_kit_runtime::inbox::{DeadLetter, Policy};
+use inbox_kit_runtime::sqlite::{Database, Settings, SqliteProject};
+use inbox_kit_runtime::storage::StorageError;
+use inbox_kit_runtime::store::{Purged, Store};
 use rusqlite::{Connection, TransactionBehavior};
 
-use {{crate_name}}::database::{Database, Settings, SqliteTables};
-use {{crate_name}}::handler::HandlerError;
-use {{crate_name}}::handlers::{Handlers, Tables};
-use {{crate_name}}::inbox::{DeadLetter, Policy, StorageError};
-use {{crate_name}}::store::Store;
-
 use super::{SqliteRaw, tripwires};
-use crate::support::harness::Raw;
-use crate::support::harness::{self, InboxWithLetters, ThisProject};
+use crate::harness::{self, LettersOf, Project, Raw};
 
-/// A fresh database with every table, for one scenario.
-pub struct Fixture {
+/// A project whose fixture is SQLite's: its registry is its database's
+/// project, and hands its handlers the same tables (a line in the project,
+/// the bound below written once).
+pub trait SqliteTest:
+    Project<Registry: for<'t> SqliteProject<Tables<'t> = <Self as Project>::Tables<'t>>>
+{
+}
+
+impl<P> SqliteTest for P where
+    P: Project<Registry: for<'t> SqliteProject<Tables<'t> = <P as Project>::Tables<'t>>>
+{
+}
+
+/// A fresh database with every table of project `P`, for one scenario.
+pub struct SqliteFixture<P> {
     /// Deleted with the fixture; `None` for a fixture attached by another
     /// process, which belongs to the process that made it.
     _folder: Option<tempfile::TempDir>,
     path: PathBuf,
     /// The connection the harness reads state through, opened once.
     reader: Mutex<Option<Connection>>,
+    project: PhantomData<fn() -> P>,
 }
 
 /// A fresh database as bytes: the consumer's tables (made by its own
-/// migration) and the tripwires, built once per process. A fixture is a
-/// copy, which costs a fraction of building the tables again.
+/// migration) and the tripwires, built once per process (a test process
+/// has one project). A fixture is a copy, which costs a fraction of
+/// building the tables again.
 static TEMPLATE: OnceLock<Vec<u8>> = OnceLock::new();
 
-fn template() -> &'static [u8] {
+fn template<P: SqliteTest>() -> &'static [u8] {
     TEMPLATE.get_or_init(|| {
         let folder = tempfile::tempdir_in(scratch_folder()).expect("temporary folder");
         let path = folder.path().join("template.db");
-        Database::open(&path, Settings::default()).expect("create the database");
-        let db = Database::new(&path, Settings::default())
+        Database::<P::Registry>::open(&path, Settings::default()).expect("create the database");
+        let db = Database::<P::Registry>::new(&path, Settings::default())
             .connect()
             .expect("connect");
         db.execute_batch(tripwires::TRIPWIRES).expect("tripwires");
@@ -48,9 +62,6 @@ fn template() -> &'static [u8] {
         std::fs::read(&path).expect("read the template database")
     })
 }
-
-/// The consumer's tables, as its database creates them.
-const TABLES: &str = include_str!("../../../src/sqlite/schema.sql");
 
 /// This database taken away from a consumer and given back: the file is
 /// moved aside (connections already open keep it; a new one finds nothing)
@@ -79,16 +90,24 @@ impl Outage {
     }
 }
 
-impl Fixture {
+/// A fresh fixture, as [`SqliteFixture::new`] makes it.
+impl<P: SqliteTest> Default for SqliteFixture<P> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<P: SqliteTest> SqliteFixture<P> {
     /// A new database file with the real schema.
     pub fn new() -> Self {
         let folder = tempfile::tempdir_in(scratch_folder()).expect("temporary folder");
         let path = folder.path().join("consumer.db");
-        std::fs::write(&path, template()).expect("copy the template database");
+        std::fs::write(&path, template::<P>()).expect("copy the template database");
         Self {
             _folder: Some(folder),
             path,
             reader: Mutex::new(None),
+            project: PhantomData,
         }
     }
 
@@ -100,7 +119,8 @@ impl Fixture {
         fixture
     }
 
-    /// Where the fixture is, for [`Fixture::attach`] in another process.
+    /// Where the fixture is, for [`SqliteFixture::attach`] in another
+    /// process.
     pub fn location(&self) -> String {
         self.path.display().to_string()
     }
@@ -116,16 +136,17 @@ impl Fixture {
             _folder: None,
             path: PathBuf::from(location),
             reader: Mutex::new(None),
+            project: PhantomData,
         }
     }
 
     /// The database, as the consumer opens it.
-    pub fn database(&self) -> Database {
+    pub fn database(&self) -> Database<P::Registry> {
         Database::new(&self.path, Settings::default())
     }
 
     /// The real inbox on this fixture, for one worker.
-    pub fn inbox(&self, policy: Policy) -> Box<dyn InboxWithLetters<Handlers>> {
+    pub fn inbox(&self, policy: Policy) -> LettersOf<P> {
         Box::new(self.database().inbox(policy).expect("open inbox"))
     }
 
@@ -186,14 +207,14 @@ impl Fixture {
     }
 
     /// A connection for hand-written inboxes.
-    pub fn raw(&self) -> Box<dyn Raw<ThisProject>> {
+    pub fn raw(&self) -> Box<dyn Raw<P>> {
         Box::new(SqliteRaw::new(self.database().connect().expect("connect")))
     }
 
     /// A connection for hand-written inboxes that waits for the write
     /// lock as long as it takes (SQLite's longest busy timeout, 24 days),
     /// as a consumer's own connection might.
-    pub fn raw_waiting_forever(&self) -> Box<dyn Raw<ThisProject>> {
+    pub fn raw_waiting_forever(&self) -> Box<dyn Raw<P>> {
         let db = self.database().connect().expect("connect");
         db.busy_timeout(std::time::Duration::from_millis(i32::MAX as u64))
             .expect("wait without limit");
@@ -217,14 +238,14 @@ impl Fixture {
     /// committed (to seed a fixture, or to read its state).
     pub fn with_tables<T>(
         &self,
-        work: impl FnOnce(&mut dyn Tables) -> Result<T, StorageError>,
+        work: impl FnOnce(&mut P::Tables<'_>) -> Result<T, StorageError>,
     ) -> T {
         let mut reader = self.reader.lock().expect("reader");
         let db = reader.get_or_insert_with(|| self.database().connect().expect("connect"));
         let tx = db
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .expect("begin");
-        let result = work(&mut SqliteTables::new(&tx)).expect("work on the tables");
+        let result = P::Registry::on_tables(&tx, work).expect("work on the tables");
         tx.commit().expect("commit");
         result
     }
@@ -247,37 +268,115 @@ impl Fixture {
     /// that is always rolled back: a fresh database for every call, without
     /// the cost of creating one. The database is in memory, one for the
     /// whole test process.
-    pub fn scratch<T>(work: impl FnOnce(&mut Scratch<'_, '_>) -> T) -> T {
+    pub fn scratch<T>(work: impl FnOnce(&mut Scratch<'_, '_, P>) -> T) -> T {
         static SCRATCH: Mutex<Option<Connection>> = Mutex::new(None);
         let mut scratch = SCRATCH
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
         let db = scratch.get_or_insert_with(|| {
             let db = Connection::open_in_memory().expect("in-memory database");
-            db.execute_batch(TABLES).expect("create the tables");
+            db.execute_batch(<P::Registry as SqliteProject>::TABLES)
+                .expect("create the tables");
             db
         });
         let mut tx = db
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .expect("begin");
-        work(&mut Scratch { tx: &mut tx })
+        work(&mut Scratch {
+            tx: &mut tx,
+            project: PhantomData,
+        })
+    }
+}
+
+/// What the harness reads and sets off: the methods of the same names
+/// above.
+impl<P: SqliteTest> harness::Fixture<P> for SqliteFixture<P> {
+    const CONCURRENT_WRITERS: bool = tripwires::CONCURRENT_WRITERS;
+
+    fn new() -> Self {
+        SqliteFixture::new()
+    }
+
+    fn location(&self) -> String {
+        SqliteFixture::location(self)
+    }
+
+    fn attach(location: &str) -> Self {
+        SqliteFixture::attach(location)
+    }
+
+    fn identity(&self) -> String {
+        SqliteFixture::identity(self)
+    }
+
+    fn with_tables<T>(
+        &self,
+        work: impl FnOnce(&mut P::Tables<'_>) -> Result<T, StorageError>,
+    ) -> T {
+        SqliteFixture::with_tables(self, work)
+    }
+
+    fn waiting_on_locks(&self) -> usize {
+        SqliteFixture::waiting_on_locks(self)
+    }
+
+    fn inbox_rows(&self, consumer: &str) -> usize {
+        SqliteFixture::inbox_rows(self, consumer)
+    }
+
+    fn dead_letters(&self) -> Vec<DeadLetter> {
+        SqliteFixture::dead_letters(self)
+    }
+
+    fn failures_counted(&self, consumer: &str) -> u64 {
+        SqliteFixture::failures_counted(self, consumer)
+    }
+
+    fn purge(
+        &self,
+        older_than: std::time::Duration,
+        keys_per_transaction: u32,
+        progress: &mut dyn FnMut(u64),
+    ) -> Purged {
+        let purged = self
+            .database()
+            .purge(older_than, keys_per_transaction, progress);
+        purged.expect("purge")
+    }
+
+    fn raw(&self) -> Box<dyn Raw<P>> {
+        SqliteFixture::raw(self)
+    }
+
+    fn raw_waiting_forever(&self) -> Box<dyn Raw<P>> {
+        SqliteFixture::raw_waiting_forever(self)
+    }
+
+    fn inbox(&self, policy: Policy) -> LettersOf<P> {
+        SqliteFixture::inbox(self, policy)
+    }
+
+    fn scratch<T>(work: impl FnOnce(&mut dyn harness::Scratch<P>) -> T) -> T {
+        SqliteFixture::scratch(|scratch| work(scratch))
     }
 }
 
 /// A scratch database's tables, in a transaction that will be rolled back.
-pub struct Scratch<'s, 'c> {
+pub struct Scratch<'s, 'c, P> {
     tx: &'s mut rusqlite::Transaction<'c>,
+    project: PhantomData<fn() -> P>,
 }
 
-impl Scratch<'_, '_> {
+impl<P: SqliteTest> Scratch<'_, '_, P> {
     /// Runs `step` under a savepoint: if it returns an error, what it wrote
     /// is rolled back and the rest stays.
     pub fn attempt<E>(
         &mut self,
-        step: impl FnOnce(&mut dyn Tables) -> Result<(), E>,
+        step: impl FnOnce(&mut P::Tables<'_>) -> Result<(), E>,
     ) -> Result<(), E> {
         let savepoint = self.tx.savepoint().expect("savepoint");
-        let result = step(&mut SqliteTables::new(&savepoint));
+        let result = P::Registry::on_tables(&savepoint, step);
         if result.is_ok() {
             savepoint.commit().expect("release the savepoint");
         }
@@ -285,21 +384,21 @@ impl Scratch<'_, '_> {
     }
 
     /// Reads (or writes) the tables as they stand.
-    pub fn read<T>(&mut self, read: impl FnOnce(&mut dyn Tables) -> T) -> T {
-        read(&mut SqliteTables::new(self.tx))
+    pub fn read<T>(&mut self, read: impl FnOnce(&mut P::Tables<'_>) -> T) -> T {
+        P::Registry::on_tables(self.tx, read)
     }
 }
 
 /// The once-only route of the test kit's judge runs on it.
-impl harness::Scratch<ThisProject> for Scratch<'_, '_> {
+impl<P: SqliteTest> harness::Scratch<P> for Scratch<'_, '_, P> {
     fn attempt(
         &mut self,
-        step: &mut dyn FnMut(&mut (dyn Tables + '_)) -> Result<(), HandlerError>,
+        step: &mut dyn FnMut(&mut P::Tables<'_>) -> Result<(), HandlerError>,
     ) -> Result<(), HandlerError> {
         Scratch::attempt(self, step)
     }
 
-    fn read(&mut self, read: &mut dyn FnMut(&mut (dyn Tables + '_))) {
+    fn read(&mut self, read: &mut dyn FnMut(&mut P::Tables<'_>)) {
         Scratch::read(self, read)
     }
 }

@@ -1,27 +1,26 @@
 //! Test-only objects that make SQLite fail on demand, at exactly the
-//! point a scenario needs: a COMMIT that fails, a handler's statement that
-//! fails (or ends the whole transaction, which SQLite can do), a claim held
-//! by another transaction, a connection that does not wait for locks.
+//! point a scenario needs: a COMMIT that fails, a claim refused or held by
+//! another transaction, a connection that does not wait for locks. (A
+//! tripwire on one handler's statement is the project's: it names that
+//! handler's table.)
 
 use std::time::Duration;
 
-use inbox_kit_testkit::harness::{self, HeldClaim};
-
+use inbox_kit_runtime::delivery::Inbox;
+use inbox_kit_runtime::inbox::Policy;
+use inbox_kit_runtime::sqlite::{Database, Settings};
+use inbox_kit_runtime::store::Store;
 use rusqlite::Connection;
 
-use {{crate_name}}::database::{Database, Settings};
-use {{crate_name}}::handlers::Handlers;
-use {{crate_name}}::inbox::{Inbox, Policy};
-use {{crate_name}}::store::Store;
-
-use super::Fixture;
+use super::{SqliteFixture, SqliteTest};
+use crate::harness::{self, HeldClaim, Tripwires};
 
 /// Whether two transactions of this database write at the same time. On
 /// SQLite they never do (`BEGIN IMMEDIATE` takes the one write lock), so
 /// a scenario must not hold a transaction open waiting for another one.
 pub const CONCURRENT_WRITERS: bool = false;
 
-/// The tripwires' own tables, and the debit tripwire's triggers.
+/// The tripwires' own tables and triggers.
 ///
 /// * Commit tripwire: while `tripwire_armed` has a row, every row a handler
 ///   writes also writes a row that breaks a deferred foreign key, checked
@@ -29,9 +28,6 @@ pub const CONCURRENT_WRITERS: bool = false;
 ///   triggers are on every handler table (see [`arm_commit_tripwire`]),
 ///   not on the inbox: a commit that fails must be the delivery's, whatever
 ///   connection wrote the inbox row.
-/// * Debit tripwire: a debit of a payment listed in `debit_tripwire` fails
-///   at its statement (`whole` = 0), or ends its whole transaction with
-///   `RAISE(ROLLBACK)` (`whole` = 1).
 /// * Claim tripwire: an inbox row of a message listed in `claim_tripwire`
 ///   is refused by a constraint of the database's own (a trigger's
 ///   `RAISE(ABORT)`), which is not a duplicate key.
@@ -41,17 +37,6 @@ CREATE TABLE tripwire_target (id INTEGER PRIMARY KEY);
 CREATE TABLE tripwire (
     target INTEGER REFERENCES tripwire_target (id) DEFERRABLE INITIALLY DEFERRED
 );
-CREATE TABLE debit_tripwire (payment_id TEXT PRIMARY KEY, whole INTEGER NOT NULL);
-CREATE TRIGGER debit_tripwire_statement BEFORE INSERT ON debits
-WHEN EXISTS (SELECT 1 FROM debit_tripwire WHERE payment_id = NEW.payment_id AND whole = 0)
-BEGIN
-    SELECT RAISE(ABORT, 'tripwire: this debit fails');
-END;
-CREATE TRIGGER debit_tripwire_transaction BEFORE INSERT ON debits
-WHEN EXISTS (SELECT 1 FROM debit_tripwire WHERE payment_id = NEW.payment_id AND whole = 1)
-BEGIN
-    SELECT RAISE(ROLLBACK, 'tripwire: this debit ends its transaction');
-END;
 CREATE TABLE claim_tripwire (message_id TEXT PRIMARY KEY);
 CREATE TRIGGER claim_tripwire BEFORE INSERT ON inbox
 WHEN EXISTS (SELECT 1 FROM claim_tripwire WHERE message_id = NEW.message_id)
@@ -60,8 +45,9 @@ BEGIN
 END;";
 
 /// The inbox's own tables, and the tripwires': every other table is a
-/// handler's.
-const NOT_HANDLER_TABLES: &str = "'inbox', 'attempts', 'dead_letters', 'tripwire_armed', 'tripwire_target', 'tripwire', 'debit_tripwire', 'claim_tripwire'";
+/// handler's (a project's own tripwires are made later, when a test arms
+/// them, and hold no trigger of this one).
+const NOT_HANDLER_TABLES: &str = "'inbox', 'attempts', 'dead_letters', 'tripwire_armed', 'tripwire_target', 'tripwire', 'claim_tripwire'";
 
 /// Puts the commit tripwire's trigger on every handler table, whatever
 /// handlers this project has.
@@ -121,7 +107,7 @@ impl HeldClaim for ClaimHolder {
     }
 }
 
-impl Fixture {
+impl<P: SqliteTest> SqliteFixture<P> {
     /// How many tripwire triggers this fixture's database has now.
     pub fn tripwire_triggers(&self) -> usize {
         let db = self.database().connect().expect("connect");
@@ -160,24 +146,6 @@ impl Fixture {
         });
     }
 
-    /// From now on, the debit of each of `payment_ids` fails at its
-    /// statement, inside the delivery.
-    pub fn fail_debit_statements(&self, payment_ids: &[&str]) {
-        self.trip_debits(payment_ids, 0);
-    }
-
-    /// From now on, the debit of each of `payment_ids` ends its whole
-    /// transaction; `false` where the database cannot do that (SQLite can).
-    pub fn end_transaction_at_debits(&self, payment_ids: &[&str]) -> bool {
-        self.trip_debits(payment_ids, 1);
-        true
-    }
-
-    /// Debits no longer fail.
-    pub fn heal_debits(&self) {
-        self.execute("DELETE FROM debit_tripwire;");
-    }
-
     /// From now on, the database refuses the inbox row of each of
     /// `message_ids` (for any consumer), with an error that is not a
     /// duplicate key.
@@ -200,17 +168,6 @@ impl Fixture {
         None
     }
 
-    fn trip_debits(&self, payment_ids: &[&str], whole: i64) {
-        let db = self.database().connect().expect("connect");
-        for id in payment_ids {
-            db.execute(
-                "INSERT OR REPLACE INTO debit_tripwire (payment_id, whole) VALUES (?1, ?2)",
-                rusqlite::params![id, whole],
-            )
-            .expect("arm the debit tripwire");
-        }
-    }
-
     /// Another connection claims (consumer, id) in a transaction it keeps
     /// open: on SQLite, that holds the one write lock.
     pub fn hold_claim(&self, consumer: &str, id: &str) -> ClaimHolder {
@@ -225,18 +182,46 @@ impl Fixture {
     }
 
     /// The real inbox, giving up on a lock after `wait`.
-    pub fn impatient_inbox(&self, policy: Policy, wait: Duration) -> Box<dyn Inbox<Handlers>> {
+    pub fn impatient_inbox(&self, policy: Policy, wait: Duration) -> Box<dyn Inbox<P::Registry>> {
         let settings = Settings {
             lock_wait: wait,
             ..Settings::default()
         };
-        let database = Database::new(self.location(), settings);
+        let database = Database::<P::Registry>::new(self.location(), settings);
         Box::new(database.inbox(policy).expect("open inbox"))
     }
 }
 
+/// The faults the harness sets off: the methods of the same names above.
+impl<P: SqliteTest> Tripwires<P::Registry> for SqliteFixture<P> {
+    fn fail_commits(&self, on: bool) {
+        SqliteFixture::fail_commits(self, on)
+    }
+
+    fn refuse_claims(&self, message_ids: &[&str]) {
+        SqliteFixture::refuse_claims(self, message_ids)
+    }
+
+    fn heal_claims(&self) {
+        SqliteFixture::heal_claims(self)
+    }
+
+    fn hold_claim(&self, consumer: &str, id: &str) -> Box<dyn HeldClaim> {
+        Box::new(SqliteFixture::hold_claim(self, consumer, id))
+    }
+
+    fn conflicts(&self) -> Option<Box<dyn harness::Conflicts + '_>> {
+        SqliteFixture::conflicts(self)
+            .map(|conflicts| Box::new(conflicts) as Box<dyn harness::Conflicts + '_>)
+    }
+
+    fn impatient_inbox(&self, policy: Policy, wait: Duration) -> Box<dyn Inbox<P::Registry>> {
+        SqliteFixture::impatient_inbox(self, policy, wait)
+    }
+}
+
 /// Claims that lose a race: none on SQLite, so there is no value of this
-/// type (see [`Fixture::conflicts`]).
+/// type (see [`SqliteFixture::conflicts`]).
 pub enum Conflicts {}
 
 impl harness::Conflicts for Conflicts {
