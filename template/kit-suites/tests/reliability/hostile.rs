@@ -114,6 +114,35 @@ fn an_empty_input_is_a_clean_run() {
     );
 }
 
+/// A command line the run cannot honour is refused before anything is
+/// read: exit code 2 and clap's message, nothing applied.
+#[test]
+fn options_the_run_cannot_honour_are_usage_errors_and_nothing_applies() {
+    let db = Fixture::new();
+    for (args, says) in [
+        (
+            &["run", "--consumer", "nope", CORPUS][..],
+            "unknown consumer `nope`",
+        ),
+        (
+            &["run", "--workers", "0", CORPUS][..],
+            "invalid value '0' for '--workers <WORKERS>'",
+        ),
+    ] {
+        let output = run_consumer(&db, args);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(
+            stderr.contains(says),
+            "{args:?} should say {says:?}: {stderr}"
+        );
+        assert!(output.stdout.is_empty(), "{args:?} printed a summary");
+    }
+    for consumer in ["debit", "notify", "refund"] {
+        assert_eq!(db.inbox_rows(consumer), 0, "{consumer} applied something");
+    }
+}
+
 #[test]
 fn rejects_can_go_to_a_file_with_their_original_text() {
     let dir = tempfile::tempdir().unwrap();
