@@ -10,22 +10,22 @@ use std::path::Path;
 
 use common::{
     POSTGRES, POSTGRES_KAFKA, POSTGRES_NATS, SQLITE, SQLITE_KAFKA, SQLITE_NATS, VARIANTS, cargo_ok,
-    files, generate, generate_with, kit, kit_root, modules,
+    files, generate, generate_as_shipped, kit, kit_root, modules,
 };
 
 #[test]
 fn each_variant_has_the_expected_files() {
-    let project = generate("orders-consumer", &[]);
+    let project = generate_as_shipped("orders-consumer", &[], &[]);
     insta::assert_snapshot!("file_list", files(&project.root).join("\n"));
-    let project = generate("orders-consumer", POSTGRES.defines);
+    let project = generate_as_shipped("orders-consumer", POSTGRES.defines, &[]);
     insta::assert_snapshot!("file_list_postgres", files(&project.root).join("\n"));
-    let project = generate("orders-consumer", SQLITE_NATS.defines);
+    let project = generate_as_shipped("orders-consumer", SQLITE_NATS.defines, &[]);
     insta::assert_snapshot!("file_list_sqlite_nats", files(&project.root).join("\n"));
-    let project = generate("orders-consumer", POSTGRES_NATS.defines);
+    let project = generate_as_shipped("orders-consumer", POSTGRES_NATS.defines, &[]);
     insta::assert_snapshot!("file_list_postgres_nats", files(&project.root).join("\n"));
-    let project = generate("orders-consumer", SQLITE_KAFKA.defines);
+    let project = generate_as_shipped("orders-consumer", SQLITE_KAFKA.defines, &[]);
     insta::assert_snapshot!("file_list_sqlite_kafka", files(&project.root).join("\n"));
-    let project = generate("orders-consumer", POSTGRES_KAFKA.defines);
+    let project = generate_as_shipped("orders-consumer", POSTGRES_KAFKA.defines, &[]);
     insta::assert_snapshot!("file_list_postgres_kafka", files(&project.root).join("\n"));
 }
 
@@ -35,7 +35,7 @@ fn each_variant_has_the_expected_files() {
 #[test]
 fn the_required_tests_are_the_same_files_in_every_variant() {
     let read = |defines: &[&str]| {
-        let project = generate("orders-consumer", defines);
+        let project = generate_as_shipped("orders-consumer", defines, &[]);
         let folder = project.root.join("tests/conformance");
         let mut contents: Vec<(String, Vec<u8>)> = fs::read_dir(&folder)
             .unwrap()
@@ -77,7 +77,7 @@ fn each_variant_holds_only_its_own_broker() {
         (&SQLITE_KAFKA, ["nats"].as_slice()),
     ];
     for (variant, others) in cases {
-        let project = generate("orders-consumer", variant.defines);
+        let project = generate_as_shipped("orders-consumer", variant.defines, &[]);
         for file in files(&project.root) {
             if file.starts_with("vendor/") {
                 continue;
@@ -102,11 +102,11 @@ fn each_variant_holds_only_its_own_broker() {
             }
         }
     }
-    let nats = generate("orders-consumer", SQLITE_NATS.defines);
+    let nats = generate_as_shipped("orders-consumer", SQLITE_NATS.defines, &[]);
     let manifest = fs::read_to_string(nats.root.join("Cargo.toml")).unwrap();
     assert!(manifest.contains("async-nats"), "{manifest}");
     assert!(nats.root.join("tests/support/nats/mod.rs").is_file());
-    let kafka = generate("orders-consumer", SQLITE_KAFKA.defines);
+    let kafka = generate_as_shipped("orders-consumer", SQLITE_KAFKA.defines, &[]);
     let manifest = fs::read_to_string(kafka.root.join("Cargo.toml")).unwrap();
     assert!(manifest.contains("rdkafka"), "{manifest}");
     assert!(kafka.root.join("tests/support/kafka/mod.rs").is_file());
@@ -131,14 +131,14 @@ fn the_kit_suites_are_added_to_a_project_only_when_asked() {
         }
         found
     };
-    let plain = generate("orders-consumer", SQLITE_NATS.defines);
+    let plain = generate_as_shipped("orders-consumer", SQLITE_NATS.defines, &[]);
     assert_eq!(suites(&plain.root), Vec::<String>::new());
-    let nats = generate_with("orders-consumer", SQLITE_NATS.defines, &["--kit-suites"]);
+    let nats = generate_as_shipped("orders-consumer", SQLITE_NATS.defines, &["--kit-suites"]);
     assert_eq!(
         suites(&nats.root),
         ["reliability", "relay", "broker", "faults_sqlite.rs"]
     );
-    let kafka = generate_with("orders-consumer", POSTGRES_KAFKA.defines, &["--kit-suites"]);
+    let kafka = generate_as_shipped("orders-consumer", POSTGRES_KAFKA.defines, &["--kit-suites"]);
     assert_eq!(
         suites(&kafka.root),
         ["reliability", "relay", "kafka", "faults_postgres.rs"]
@@ -163,7 +163,7 @@ fn the_kit_suites_are_added_to_a_project_only_when_asked() {
 #[test]
 fn each_variant_holds_only_its_own_database() {
     let own = |file: &String| !file.starts_with("vendor/");
-    let postgres = generate("orders-consumer", POSTGRES.defines);
+    let postgres = generate_as_shipped("orders-consumer", POSTGRES.defines, &[]);
     for file in files(&postgres.root).into_iter().filter(own) {
         let Ok(text) = fs::read_to_string(postgres.root.join(&file)) else {
             continue;
@@ -172,7 +172,7 @@ fn each_variant_holds_only_its_own_database() {
         assert!(!lower.contains("rusqlite"), "{file} mentions rusqlite");
         assert!(!file.contains("sqlite"), "{file} is SQLite's");
     }
-    let sqlite = generate("orders-consumer", SQLITE.defines);
+    let sqlite = generate_as_shipped("orders-consumer", SQLITE.defines, &[]);
     for file in files(&sqlite.root).into_iter().filter(own) {
         let text = fs::read_to_string(sqlite.root.join(&file)).unwrap_or_default();
         assert!(
@@ -194,7 +194,7 @@ fn modules_import_each_other_without_a_circle() {
         assert_readable_bottom_up(name, &modules::imports(&src, &name.replace('-', "_")));
     }
     for variant in VARIANTS {
-        let project = generate("orders-consumer", variant.defines);
+        let project = generate_as_shipped("orders-consumer", variant.defines, &[]);
         let imports = modules::imports(&project.root.join("src"), "orders_consumer");
         assert!(
             imports
@@ -282,7 +282,7 @@ fn assert_readable_bottom_up(name: &str, imports: &[modules::Import]) {
 
 #[test]
 fn rendered_manifests_and_agent_files_match_their_snapshots() {
-    let project = generate("orders-consumer", &[]);
+    let project = generate_as_shipped("orders-consumer", &[], &[]);
     for file in ["Cargo.toml", "CLAUDE.md", ".claude/settings.json"] {
         let text = fs::read_to_string(project.root.join(file)).expect("generated file");
         insta::assert_snapshot!(file.replace(['/', '.'], "_"), text);
@@ -291,7 +291,7 @@ fn rendered_manifests_and_agent_files_match_their_snapshots() {
 
 #[test]
 fn no_template_syntax_survives_generation() {
-    let project = generate("orders-consumer", &[]);
+    let project = generate_as_shipped("orders-consumer", &[], &[]);
     for file in files(&project.root) {
         let Ok(text) = fs::read_to_string(project.root.join(&file)) else {
             continue; // not text

@@ -11,7 +11,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use common::{
-    POSTGRES, POSTGRES_KAFKA, POSTGRES_NATS, SQLITE_KAFKA, SQLITE_NATS, files, generate, kit_root,
+    POSTGRES, POSTGRES_KAFKA, POSTGRES_NATS, SQLITE_KAFKA, SQLITE_NATS, files, generate_as_shipped,
+    kit_root,
 };
 
 /// The kit's crates that every project holds, with the section of its
@@ -57,7 +58,7 @@ fn version(name: &str) -> String {
 
 #[test]
 fn every_project_holds_the_kits_crates_byte_for_byte_and_names_them_by_version_and_path() {
-    let project = generate("kit-crates-copy-consumer", &[]);
+    let project = generate_as_shipped("kit-crates-copy-consumer", &[], &[]);
     let manifest = fs::read_to_string(project.root.join("Cargo.toml")).unwrap();
     for (name, section) in CRATES {
         let copy = project.root.join("vendor").join(name);
@@ -116,9 +117,10 @@ fn each_variant_turns_on_the_runtime_features_it_uses() {
         (&SQLITE_KAFKA, r#"["cli", "sqlite", "kafka"]"#),
         (&POSTGRES_KAFKA, r#"["cli", "postgres", "kafka"]"#),
     ] {
-        let project = generate(
+        let project = generate_as_shipped(
             &format!("kit-crates-{}-consumer", variant.name),
             variant.defines,
+            &[],
         );
         let manifest = fs::read_to_string(project.root.join("Cargo.toml")).unwrap();
         let wanted = format!(r#"path = "vendor/inbox-kit-runtime", features = {features} }}"#);

@@ -34,13 +34,22 @@ pub fn kit() -> Command {
     Command::cargo_bin("inbox-kit").expect("the kit's binary")
 }
 
-/// Generates `name` with the template's defaults plus `defines`.
+/// Generates `name` with the template's defaults plus `defines`, to be
+/// built: its kit crates are the kit's own (see [`share_the_kits_crates`]).
 pub fn generate(name: &str, defines: &[&str]) -> Generated {
     generate_with(name, defines, &[])
 }
 
 /// Like [`generate`], with extra `inbox-kit new` flags.
 pub fn generate_with(name: &str, defines: &[&str], flags: &[&str]) -> Generated {
+    let project = generate_as_shipped(name, defines, flags);
+    share_the_kits_crates(&project.root);
+    project
+}
+
+/// Generates `name` exactly as `inbox-kit new` leaves it, for tests that
+/// read what a project is given rather than build it.
+pub fn generate_as_shipped(name: &str, defines: &[&str], flags: &[&str]) -> Generated {
     let dir = tempfile::Builder::new()
         .prefix("inbox-kit-test-")
         .tempdir()
@@ -64,6 +73,33 @@ pub fn generate_with(name: &str, defines: &[&str], flags: &[&str]) -> Generated 
         root.display()
     );
     Generated { _dir: dir, root }
+}
+
+/// How a generated project names its vendored copy of a kit crate.
+const VENDORED: &str = r#"path = "vendor/inbox-kit-"#;
+
+/// Points the project's kit crates at the kit's own sources instead of
+/// its vendored copies (the same files: `kit_crates` checks the copies).
+/// Cargo tells path packages apart by their folder, so every project's
+/// own copy would be compiled again for each project; the kit's folder is
+/// one package, compiled once per feature set into the shared target
+/// directory. The lock file is unchanged: it records no paths.
+pub fn share_the_kits_crates(root: &Path) {
+    let vendor = kit_root().join("template/vendor/inbox-kit-");
+    rewrite_manifest(root, VENDORED, &format!(r#"path = "{}"#, vendor.display()));
+}
+
+/// Undoes [`share_the_kits_crates`]: a test that edits the runtime edits
+/// the project's vendored copy, which the project must then build.
+pub fn use_the_vendored_crates(root: &Path) {
+    let vendor = kit_root().join("template/vendor/inbox-kit-");
+    rewrite_manifest(root, &format!(r#"path = "{}"#, vendor.display()), VENDORED);
+}
+
+fn rewrite_manifest(root: &Path, from: &str, to: &str) {
+    let manifest = root.join("Cargo.toml");
+    let text = std::fs::read_to_string(&manifest).expect("the project's Cargo.toml");
+    std::fs::write(&manifest, text.replace(from, to)).expect("rewrite Cargo.toml");
 }
 
 /// The target directory every generated project builds into.

@@ -523,6 +523,9 @@ pub fn apply(root: &Path, edits: &[Edit]) {
 
 impl Edit {
     pub fn apply(&self, root: &Path) {
+        if self.edits_a_kit_crate() {
+            super::use_the_vendored_crates(root);
+        }
         let path = root.join(resolved(root, self.path));
         let text = fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
         // Already made: the result is there, and is not only a part of
@@ -547,6 +550,14 @@ impl Edit {
         let text = fs::read_to_string(&path).unwrap();
         assert!(text.contains(self.replace), "{} was not edited", self.path);
         fs::write(&path, text.replacen(self.replace, self.find, 1)).unwrap();
+        if self.edits_a_kit_crate() {
+            super::share_the_kits_crates(root);
+        }
+    }
+
+    /// Whether the edit is to the project's vendored copy of a kit crate.
+    fn edits_a_kit_crate(&self) -> bool {
+        self.path.starts_with("vendor/")
     }
 }
 
