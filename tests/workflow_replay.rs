@@ -47,11 +47,11 @@ fn red_then_green(root: &Path, consumer: &Consumer) {
         output.contains(consumer.red.message),
         "not failing on the expected value:\n{output}"
     );
-    let coverage = cargo(root, &["test", "--test", "conformance", "coverage"]);
-    let coverage = String::from_utf8_lossy(&coverage.stdout);
+    let required = cargo(root, &["test", "--test", "conformance", "required"]);
+    let required = String::from_utf8_lossy(&required.stdout);
     assert!(
-        coverage.contains("consumer `reservations`"),
-        "the coverage test does not name the new consumer:\n{coverage}"
+        required.contains("consumer `reservations`"),
+        "the required tests do not name the new consumer:\n{required}"
     );
 
     // Steps 6 to 8: the implementation and the docs, tests untouched; green.

@@ -1,4 +1,8 @@
-//! The required tests for this consumer. Each file is one promise:
+//! The required tests for this consumer. `required.rs` runs each required
+//! scenario for every subject (a consumer added to
+//! `support::subjects::all()` is judged by all of them); the other files
+//! hold the shipped consumers' own tests, one promise each, with explicit
+//! expected values:
 //!
 //! * `run_twice`: the same messages delivered twice apply once;
 //! * `parallel`: four workers delivering the same messages at once apply
@@ -23,8 +27,10 @@
 //!   two processes, end as some serial order of them would;
 //! * `statements`: a handler's statement that fails inside a batch rolls
 //!   back its own delivery only;
-//! * `coverage`: every registered consumer has a subject, and every subject
-//!   passes every scenario above;
+//! * `required`: every required scenario for every subject, one test per
+//!   scenario;
+//! * `coverage`: every registered consumer has a subject and a name of its
+//!   own;
 //! * `teeth`: every known-broken implementation fails the scenario aimed at
 //!   it, so a green run means something.
 //!
@@ -46,6 +52,7 @@ mod ids;
 mod parallel;
 mod pipeline;
 mod redeliver;
+mod required;
 mod restart;
 mod retention;
 mod rules;

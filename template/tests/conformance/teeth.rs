@@ -1,8 +1,11 @@
-//! The tests have teeth: each known-broken implementation in
-//! `support::broken` (and each trap of this project's database) is caught
-//! by the scenario named in its test, on every run. Where a broken version
-//! passes other scenarios, the test says so: that is exactly why every
-//! kind of test carries weight.
+//! The tests have teeth: each known-broken implementation is caught by the
+//! scenario named in its test, on every run. Where a broken version passes
+//! other scenarios, the test says so: that is exactly why every kind of
+//! test carries weight. The test kit's broken inboxes, dead letters,
+//! purges and sources are played for `debit` in one test
+//! (`inbox_kit_testkit::teeth` lists them, with what each passes and what
+//! catches it); the rest are this project's: its handlers done wrong, its
+//! tables' keys, its database's traps, and hangs.
 
 use std::sync::Arc;
 
@@ -15,6 +18,7 @@ use crate::support::database::traps::*;
 use crate::support::database::{CONCURRENT_WRITERS, LOCK_WAIT_EVIDENCE};
 use crate::support::harness::*;
 use crate::support::subjects::{DebitSubject, NotifySubject, RefundSubject};
+use inbox_kit_testkit::teeth::assert_every_tooth_bites;
 
 fn caught<T>(result: Result<T, Violation>, what: &str) {
     match result {
@@ -28,67 +32,8 @@ fn debit() -> DebitSubject {
 }
 
 #[test]
-fn no_inbox_is_caught_by_run_twice() {
-    caught(run_twice(&debit(), &NoInbox, 50), "no inbox");
-}
-
-#[test]
-fn check_then_act_passes_run_twice_but_is_caught_by_parallel() {
-    run_twice(&debit(), &CheckThenAct, 50)
-        .expect("with one worker the SELECT always sees the earlier commit");
-    caught(parallel(&debit(), &CheckThenAct, 4, 50), "check-then-act");
-}
-
-#[test]
-fn record_first_passes_run_twice_and_parallel_but_is_caught_by_redelivery() {
-    run_twice(&debit(), &RecordFirst, 50).expect("record-first handles plain duplicates");
-    parallel(&debit(), &RecordFirst, 4, 50).expect("and parallel ones");
-    caught(
-        redeliver_after_failure(&debit(), &RecordFirst, 1, |_| true),
-        "record-first",
-    );
-}
-
-#[test]
-fn id_minted_on_receipt_is_caught_by_run_twice() {
-    caught(run_twice(&debit(), &MintedId, 50), "id minted on receipt");
-}
-
-#[test]
-fn ids_remembered_in_memory_pass_everything_in_one_process_but_not_a_restart() {
-    let inbox = RemembersInMemory;
-    run_twice(&debit(), &inbox, 50).expect("one process remembers");
-    parallel(&debit(), &inbox, 4, 50).expect("its memory is shared and locked");
-    redeliver_after_failure(&debit(), &inbox, 10, |n| n % 2 == 0)
-        .expect("failures are not remembered");
-    caught(restart(&debit(), &inbox, 50), "ids remembered in memory");
-}
-
-#[test]
-fn ids_that_are_folded_trimmed_normalized_or_truncated_are_caught_by_exact_ids() {
-    let inboxes: [&dyn InboxUnderTest<ThisProject>; 4] =
-        [&FoldsCase, &TrimsIds, &NormalizesIds, &TruncatesIds];
-    for inbox in inboxes {
-        run_twice(&debit(), inbox, 50).expect("ordinary ids survive the rewriting");
-        caught(exact_ids(&debit(), inbox), &inbox.name());
-    }
-}
-
-#[test]
-fn a_failed_commit_reported_as_applied_is_caught_by_the_failed_commit() {
-    run_twice(&debit(), &IgnoresFailedCommit, 50).expect("commits that succeed are fine");
-    parallel(&debit(), &IgnoresFailedCommit, 4, 50).expect("so are parallel ones");
-    caught(
-        failed_commit(&debit(), &IgnoresFailedCommit, 20),
-        "failed commit reported as applied",
-    );
-}
-
-#[test]
-fn purges_that_delete_what_they_must_keep_are_caught_at_the_edge() {
-    for purge in all_purges::<ThisProject>() {
-        caught(purge_edge(&debit(), purge.as_ref(), 10), &purge.name());
-    }
+fn the_test_kits_broken_implementations_are_caught() {
+    assert_every_tooth_bites(&debit());
 }
 
 #[test]
@@ -150,48 +95,6 @@ fn this_databases_own_traps_are_caught() {
 }
 
 #[test]
-fn dead_letter_mistakes_are_caught_by_the_poison_scenario() {
-    for letters in all_letters() {
-        caught(dead_letters(&debit(), letters.as_ref()), &letters.name());
-    }
-}
-
-#[test]
-fn delivery_count_mistakes_are_caught_by_the_crash_loop() {
-    for letters in delivery_count_mistakes() {
-        caught(crash_loop(&debit(), letters.as_ref()), &letters.name());
-    }
-}
-
-#[test]
-fn database_faults_held_against_the_message_are_caught() {
-    for inbox in [
-        &FaultCounted as &dyn InboxUnderTest<ThisProject>,
-        &FaultRefused,
-    ] {
-        run_twice(&debit(), inbox, 50).expect("without faults they are fine");
-        caught(storage_fault_in_handler(&debit(), inbox, 10), &inbox.name());
-    }
-}
-
-#[test]
-fn a_lock_timeout_taken_as_a_duplicate_is_caught() {
-    caught(
-        claim_held_elsewhere(&debit(), &LockTimeoutAsDuplicate, 5),
-        "lock timeout taken as a duplicate",
-    );
-}
-
-#[test]
-fn a_claim_error_taken_as_a_duplicate_is_caught() {
-    run_twice(&debit(), &ClaimErrorAsDuplicate, 50).expect("without errors it is fine");
-    caught(
-        claim_refused(&debit(), &ClaimErrorAsDuplicate, 5),
-        "claim error taken as a duplicate",
-    );
-}
-
-#[test]
 fn a_batch_without_savepoints_is_caught_by_a_failing_statement() {
     run_twice(&debit(), &NoSavepoints, 50).expect("without failures it is fine");
     caught(
@@ -201,18 +104,6 @@ fn a_batch_without_savepoints_is_caught_by_a_failing_statement() {
     for inbox in whole_transaction_traps() {
         caught(
             statement_fails(inbox.as_ref(), 10, Failing::WholeTransaction),
-            &inbox.name(),
-        );
-    }
-}
-
-#[test]
-fn set_based_runs_whose_failure_is_handled_wrong_are_caught_by_redelivery() {
-    let broken: [&dyn InboxUnderTest<ThisProject>; 2] = [&NoFallback, &FallbackKeepsTheAttempt];
-    for inbox in broken {
-        run_twice(&debit(), inbox, 50).expect("without failures a run applies once");
-        caught(
-            redeliver_after_failure(&debit(), inbox, 10, |n| n == 3),
             &inbox.name(),
         );
     }
@@ -285,14 +176,6 @@ fn wrong_refunds_are_caught() {
             50,
         ),
         "refusals taken for failures",
-    );
-}
-
-#[test]
-fn settling_before_the_commit_is_caught_through_the_pipeline() {
-    caught(
-        through_the_pipeline(&debit(), &SettlesOnReceipt, real_route::<ThisProject>()),
-        "acknowledged on receipt",
     );
 }
 

@@ -21,6 +21,7 @@
 //!   the contract of a handler under test, the judge, the required
 //!   scenarios and what they deliver through;
 //! * [`broken`]: known-broken inboxes, which those scenarios must catch;
+//! * [`teeth`]: the proof that they do, played for a project's subject;
 //! * `sqlite` (feature `sqlite`): the fixture of a project on SQLite, a
 //!   database file per scenario with the faults it sets off on demand.
 
@@ -33,4 +34,5 @@ pub mod nats;
 pub mod proxy;
 #[cfg(feature = "sqlite")]
 pub mod sqlite;
+pub mod teeth;
 pub mod traces;

@@ -46,20 +46,119 @@ impl Scenario {
     }
 }
 
-/// Every required scenario that takes one subject, through both ways of
-/// running the real inbox. Returns what was violated (nothing, for a
-/// correct handler with a correct model), in the same order every run.
+/// The required scenarios as a project's required tests name them: one
+/// test each, run for every subject the project has
+/// ([`every_subject_passes`]), so that a consumer added to the subjects is
+/// judged by all of them with no test of its own to write, and a failure
+/// names the scenario and the consumer. Each is played through every way
+/// of running the real inbox (or of parking dead letters).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Required {
+    /// The same messages delivered twice apply once.
+    RunTwice,
+    /// Workers delivering the same messages at once apply each once.
+    Parallel,
+    /// A delivery that fails leaves no trace; its redelivery applies once.
+    Redelivery,
+    /// Duplicates are still caught by a new process.
+    Restart,
+    /// The consumer's own tables refuse a repeat that gets past the inbox.
+    BusinessKey,
+    /// Ids are compared exactly.
+    ExactIds,
+    /// A COMMIT that fails reports nothing as applied.
+    FailedCommit,
+    /// A storage fault, a refused claim or a lost race is never the
+    /// message's.
+    DatabaseFaults,
+    /// Messages about one entity at once end as some serial order would.
+    RulesAcrossMessages,
+    /// A message naming what does not exist yet fails, and applies once it
+    /// does.
+    CannotApply,
+    /// A message that always fails is parked, stays a duplicate, and is
+    /// redriven once; a crash loop parks it too.
+    DeadLetters,
+}
+
+impl Required {
+    /// Every required scenario, in the order they are played.
+    pub const ALL: [Self; 11] = [
+        Self::RunTwice,
+        Self::Parallel,
+        Self::Redelivery,
+        Self::Restart,
+        Self::BusinessKey,
+        Self::ExactIds,
+        Self::FailedCommit,
+        Self::DatabaseFaults,
+        Self::RulesAcrossMessages,
+        Self::CannotApply,
+        Self::DeadLetters,
+    ];
+
+    /// Plays this scenario for `subject` through every real inbox, each on
+    /// a thread of its own (every scenario has a fixture of its own, so
+    /// they cannot meet); returns what was violated, in the same order
+    /// every run.
+    pub fn violations<S: Subject>(self, subject: &S) -> Vec<Violation> {
+        let plays = if self == Self::DeadLetters {
+            each_at_once(&RealDeadLetters::ALL, |letters| {
+                dead_letter_scenarios(subject, letters)
+            })
+        } else {
+            each_at_once(&RealInbox::ALL, |inbox| self.through(subject, inbox))
+        };
+        plays.into_iter().flatten().collect()
+    }
+
+    /// Plays this scenario through `inbox` (every one but dead letters).
+    fn through<S: Subject>(self, subject: &S, inbox: &RealInbox) -> Vec<Violation> {
+        let one = |scenario: Scenario| scenario.check(subject, subject, inbox).err();
+        match self {
+            Self::RunTwice => one(Scenario::RunTwice).into_iter().collect(),
+            Self::Parallel => one(Scenario::Parallel).into_iter().collect(),
+            Self::Redelivery => one(Scenario::Redelivery).into_iter().collect(),
+            Self::Restart => one(Scenario::Restart).into_iter().collect(),
+            Self::BusinessKey => one(Scenario::BusinessKey).into_iter().collect(),
+            Self::ExactIds => one(Scenario::ExactIds).into_iter().collect(),
+            Self::FailedCommit => one(Scenario::FailedCommit).into_iter().collect(),
+            Self::DatabaseFaults => [
+                storage_fault_in_handler(subject, inbox, 10).err(),
+                claim_refused(subject, inbox, 10).err(),
+                conflicts_retried(subject, inbox).err(),
+            ]
+            .into_iter()
+            .flatten()
+            .collect(),
+            Self::RulesAcrossMessages => rules_across_messages(subject, inbox)
+                .err()
+                .into_iter()
+                .collect(),
+            Self::CannotApply => cannot_apply(subject, inbox).err().into_iter().collect(),
+            Self::DeadLetters => unreachable!("dead letters are played through RealDeadLetters"),
+        }
+    }
+}
+
+/// Every required scenario for one subject. Returns what was violated
+/// (nothing, for a correct handler with a correct model), in the same
+/// order every run.
 ///
 /// Each way of running the inbox plays its scenarios on a thread of its
-/// own, at the same time as the others: every scenario has a fixture of
-/// its own, so they cannot meet, and on PostgreSQL a scenario mostly waits
-/// on the server, so playing them one after another left both cores idle
-/// most of the time (the required tests' longest test, and so the Stop
-/// hook's wait).
+/// own, at the same time as the others: on PostgreSQL a scenario mostly
+/// waits on the server, so playing them one after another left both cores
+/// idle most of the time.
 pub fn required_scenarios<S: Subject>(subject: &S) -> Vec<Violation> {
-    let through_inboxes = each_at_once(&RealInbox::ALL, |inbox| inbox_scenarios(subject, inbox));
-    let through_dead_letters = each_at_once(&RealDeadLetters::ALL, |inbox| {
-        dead_letter_scenarios(subject, inbox)
+    let through_inboxes = each_at_once(&RealInbox::ALL, |inbox| {
+        Required::ALL
+            .into_iter()
+            .filter(|scenario| *scenario != Required::DeadLetters)
+            .flat_map(|scenario| scenario.through(subject, inbox))
+            .collect::<Vec<_>>()
+    });
+    let through_dead_letters = each_at_once(&RealDeadLetters::ALL, |letters| {
+        dead_letter_scenarios(subject, letters)
     });
     through_inboxes
         .into_iter()
@@ -68,35 +167,36 @@ pub fn required_scenarios<S: Subject>(subject: &S) -> Vec<Violation> {
         .collect()
 }
 
-/// The required scenarios through `inbox`, one after another.
-fn inbox_scenarios<S: Subject>(subject: &S, inbox: &RealInbox) -> Vec<Violation> {
+/// The required scenarios of dead letters through `letters`.
+fn dead_letter_scenarios<S: Subject>(subject: &S, letters: &RealDeadLetters) -> Vec<Violation> {
     let mut violations = Vec::new();
-    for scenario in [
-        Scenario::RunTwice,
-        Scenario::Parallel,
-        Scenario::Redelivery,
-        Scenario::Restart,
-        Scenario::BusinessKey,
-        Scenario::ExactIds,
-        Scenario::FailedCommit,
-    ] {
-        violations.extend(scenario.check(subject, subject, inbox).err());
-    }
-    violations.extend(storage_fault_in_handler(subject, inbox, 10).err());
-    violations.extend(claim_refused(subject, inbox, 10).err());
-    violations.extend(conflicts_retried(subject, inbox).err());
-    violations.extend(rules_across_messages(subject, inbox).err());
-    violations.extend(cannot_apply(subject, inbox).err());
+    violations.extend(dead_letters(subject, letters).err());
+    violations.extend(crash_loop(subject, letters).err());
+    violations.extend(refused_after_a_failure(subject, letters).err());
     violations
 }
 
-/// The required scenarios of dead letters through `inbox`.
-fn dead_letter_scenarios<S: Subject>(subject: &S, inbox: &RealDeadLetters) -> Vec<Violation> {
-    let mut violations = Vec::new();
-    violations.extend(dead_letters(subject, inbox).err());
-    violations.extend(crash_loop(subject, inbox).err());
-    violations.extend(refused_after_a_failure(subject, inbox).err());
-    violations
+/// Plays `scenario` for every subject in `subjects` (a project's
+/// `subjects::all()`), and panics with every violation found, each
+/// prefixed with its consumer, if there is one: the body of a project's
+/// required test. Its message starts with "violation: ", as every judged
+/// scenario's does.
+pub fn every_subject_passes(subjects: &[Box<dyn AnySubject>], scenario: Required) {
+    let found: Vec<String> = subjects
+        .iter()
+        .flat_map(|subject| {
+            subject
+                .violations_of(scenario)
+                .into_iter()
+                .map(move |violation| format!("consumer `{}`: {violation}", subject.consumer()))
+        })
+        .collect();
+    assert!(
+        found.is_empty(),
+        "violation: {scenario:?}: {} violation(s):\n{}",
+        found.len(),
+        found.join("\n")
+    );
 }
 
 /// A [`Subject`] without its state type, so that subjects of different
@@ -106,6 +206,8 @@ pub trait AnySubject: Sync {
     fn consumer(&self) -> &'static str;
     /// Runs every required scenario for it; returns what was violated.
     fn required_scenarios(&self) -> Vec<Violation>;
+    /// Runs one required scenario for it; returns what was violated.
+    fn violations_of(&self, scenario: Required) -> Vec<Violation>;
 }
 
 impl<S: Subject> AnySubject for S {
@@ -114,5 +216,8 @@ impl<S: Subject> AnySubject for S {
     }
     fn required_scenarios(&self) -> Vec<Violation> {
         required_scenarios(self)
+    }
+    fn violations_of(&self, scenario: Required) -> Vec<Violation> {
+        scenario.violations(self)
     }
 }
