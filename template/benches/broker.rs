@@ -35,6 +35,7 @@ use async_nats::jetstream::{self, AckKind};
 use futures::StreamExt;
 use tokio::task::JoinSet;
 
+use inbox_kit_testkit::bench::{consume_rows, median, thousands};
 use {{crate_name}}::handlers::{AnyHandler, Debit};
 use {{crate_name}}::inbox::Policy;
 use {{crate_name}}::pipeline::{self, Options};
@@ -42,7 +43,6 @@ use {{crate_name}}::relay::nats::NatsSink;
 use {{crate_name}}::source::Stop;
 use {{crate_name}}::source::nats::consumer_config;
 use {{crate_name}}::store::Store;
-use support::figures::{consume_rows, median, thousands};
 use support::harness::env_number;
 use support::nats::{Backlog, Broker, nats_url};
 use support::relay_rates::relay_table;

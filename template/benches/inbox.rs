@@ -37,6 +37,7 @@ use std::time::{Duration, Instant};
 
 use indicatif::ProgressBar;
 
+use inbox_kit_testkit::bench::{median, thousands};
 use {{crate_name}}::handlers::{AnyHandler, Debit, Handlers};
 use {{crate_name}}::inbox::{Delivery, Inbox, Outcome, Policy, StorageError};
 use {{crate_name}}::meter::Unmetered;
@@ -48,7 +49,6 @@ use {{crate_name}}::store::Store;
 use support::database::Fixture;
 use support::database::bench::{self, Reference};
 use support::debit_variant::DebitVariant;
-use support::figures::{median, thousands};
 use support::harness::{
     Raw, RealInbox, ThisProject, env_number, parallel_judged, play_parallel,
     play_parallel_meeting_once,

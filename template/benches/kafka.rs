@@ -34,13 +34,13 @@ use std::time::{Duration, Instant};
 
 use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
 
+use inbox_kit_testkit::bench::{consume_rows, median, thousands};
 use {{crate_name}}::handlers::{AnyHandler, Debit};
 use {{crate_name}}::inbox::Policy;
 use {{crate_name}}::pipeline::{self, Options};
 use {{crate_name}}::relay::kafka::KafkaSink;
 use {{crate_name}}::source::Stop;
 use {{crate_name}}::store::Store;
-use support::figures::{consume_rows, median, thousands};
 use support::harness::env_number;
 use support::kafka::server::Storage;
 use support::kafka::{Broker, PARTITIONS, TOPIC};

@@ -39,7 +39,7 @@ fn the_test_kits_broken_implementations_are_caught() {
 #[test]
 fn a_handler_that_does_nothing_is_caught_by_its_model() {
     let subject = DebitSubject {
-        handler: Arc::new(DoesNothing(debit().handler)),
+        handler: Arc::new(DoesNothing::<ThisProject>(debit().handler)),
     };
     caught(
         run_twice(&subject, &RealInbox::BATCHED, 50),
@@ -157,7 +157,7 @@ fn wrong_refunds_are_caught() {
     );
     caught(
         run_twice(
-            &refund(DoesNothing(Arc::new(Refund))),
+            &refund(DoesNothing::<ThisProject>(Arc::new(Refund))),
             &RealInbox::BATCHED,
             50,
         ),
@@ -171,7 +171,7 @@ fn wrong_refunds_are_caught() {
     );
     caught(
         run_twice(
-            &refund(ForgetsRefusals(Arc::new(Refund))),
+            &refund(ForgetsRefusals::<ThisProject>(Arc::new(Refund))),
             &RealInbox::BATCHED,
             50,
         ),
@@ -196,8 +196,13 @@ fn two_consumers_sharing_a_name_are_caught_by_the_registry_check() {
     let registry: Vec<Arc<AnyHandler>> = vec![Arc::new(Debit), Arc::new(Notify), Arc::new(Refund)];
     handlers::check(&registry).expect("the shipped names are distinct");
     // `refund` named `debit`: it would share the debit consumer's inbox key.
-    let renamed: Vec<Arc<AnyHandler>> =
-        vec![Arc::new(Debit), Arc::new(NamedDebit(Arc::new(Refund)))];
+    let renamed: Vec<Arc<AnyHandler>> = vec![
+        Arc::new(Debit),
+        Arc::new(Renamed::<ThisProject> {
+            name: "debit",
+            handler: Arc::new(Refund),
+        }),
+    ];
     caught(
         handlers::check(&renamed).map_err(|error| Violation(error.to_string())),
         "refund named debit",

@@ -21,7 +21,6 @@
 
 pub mod broken;
 pub mod debit_variant;
-pub mod figures;
 pub mod harness;
 {%- if broker == "kafka" %}
 pub mod kafka;

@@ -18,7 +18,7 @@ use {{crate_name}}::stop::Stop;
 use {{crate_name}}::store::Store;
 
 use super::database::Fixture;
-use super::figures::{median, thousands};
+use inbox_kit_testkit::bench::{median, thousands};
 
 /// Rows `relay send` takes per batch by default.
 const RELAY_BATCH: usize = 100;

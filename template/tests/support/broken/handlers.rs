@@ -1,4 +1,7 @@
-//! Handlers that do the wrong thing.
+//! This project's handlers doing the wrong thing. Any handler wrapped to
+//! do nothing, to take its refusals for failures or to go under another
+//! consumer's name is the test kit's (`DoesNothing`, `ForgetsRefusals`,
+//! `Renamed`, re-exported from `support::broken`).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -9,31 +12,6 @@ use {{crate_name}}::handlers::{AnyHandler, Debit, Debited, Refund, Refunded, Tab
 use {{crate_name}}::message::Message;
 
 use crate::support::debit_variant::{DebitVariant, debit_one};
-
-/// A handler that does nothing and succeeds. Every duplicate test passes
-/// ("nothing happened twice"); caught by the model, which says what should
-/// have happened once.
-pub struct DoesNothing(pub Arc<AnyHandler>);
-
-impl Subscriber<Event> for DoesNothing {
-    fn consumer(&self) -> &'static str {
-        self.0.consumer()
-    }
-
-    fn subscribes_to(&self, event: &Event) -> bool {
-        self.0.subscribes_to(event)
-    }
-}
-
-impl<'t> Handler<Event, dyn Tables + 't> for DoesNothing {
-    fn apply(
-        &self,
-        _tables: &mut (dyn Tables + 't),
-        _message: &Message,
-    ) -> Result<(), HandlerError> {
-        Ok(())
-    }
-}
 
 /// `debit` taking one unit too much from every payment, consistently: the
 /// once-only oracle agrees with it (it runs the same handler); caught by
@@ -219,31 +197,6 @@ impl<'t> Handler<Event, dyn Tables + 't> for RefundKeyedByMessageId {
     }
 }
 
-/// A handler whose refusals are plain errors: the inbox cannot tell them
-/// from a failure that may heal, so a message that can never apply is
-/// retried until it is dead-lettered, instead of being refused at once.
-/// (The same as an inbox that never looks for [`Refused`].) Caught by the
-/// model, which says which messages are refused.
-pub struct ForgetsRefusals(pub Arc<AnyHandler>);
-
-impl Subscriber<Event> for ForgetsRefusals {
-    fn consumer(&self) -> &'static str {
-        self.0.consumer()
-    }
-
-    fn subscribes_to(&self, event: &Event) -> bool {
-        self.0.subscribes_to(event)
-    }
-}
-
-impl<'t> Handler<Event, dyn Tables + 't> for ForgetsRefusals {
-    fn apply(&self, tables: &mut (dyn Tables + 't), message: &Message) -> Result<(), HandlerError> {
-        self.0
-            .apply(tables, message)
-            .map_err(|error| error.to_string().into())
-    }
-}
-
 /// `refund` crediting twice what was refunded. Caught by the model.
 pub struct CreditsTwice;
 
@@ -267,26 +220,6 @@ impl<'t> Handler<Event, dyn Tables + 't> for CreditsTwice {
             trace_parent: None,
         };
         Refund.apply(tables, &message)
-    }
-}
-
-/// A consumer under another consumer's name (`refund` named `debit`): the
-/// two share their inbox rows. Caught by the registry's check of names.
-pub struct NamedDebit(pub Arc<AnyHandler>);
-
-impl Subscriber<Event> for NamedDebit {
-    fn consumer(&self) -> &'static str {
-        Debit.consumer()
-    }
-
-    fn subscribes_to(&self, event: &Event) -> bool {
-        self.0.subscribes_to(event)
-    }
-}
-
-impl<'t> Handler<Event, dyn Tables + 't> for NamedDebit {
-    fn apply(&self, tables: &mut (dyn Tables + 't), message: &Message) -> Result<(), HandlerError> {
-        self.0.apply(tables, message)
     }
 }
 

@@ -34,6 +34,10 @@ impl inbox_kit_testkit::harness::Fixture<ThisProject> for Fixture {
         Fixture::identity(self)
     }
 
+    fn execute(&self, sql: &str) {
+        Fixture::execute(self, sql)
+    }
+
     fn with_tables<T>(
         &self,
         work: impl FnOnce(&mut (dyn Tables + '_)) -> Result<T, StorageError>,

@@ -14,7 +14,7 @@ use crate::support::harness::Raw;
 use crate::support::harness::{InboxUnderTest, Scenario, ThisProject, now_millis};
 
 /// The traps of this database, for `teeth`.
-pub fn traps() -> Vec<Trap> {
+pub fn traps() -> Vec<Trap<ThisProject>> {
     vec![
         Trap {
             inbox: Box::new(keyed_by_message_id()),

@@ -248,15 +248,22 @@ impl Fixture {
     /// `message_ids` (for any consumer), with an error that is not a
     /// duplicate key.
     pub fn refuse_claims(&self, message_ids: &[&str]) {
-        Tripwire::Claim.install(self);
+        self.arm(
+            Tripwire::Claim,
+            "INSERT INTO claim_tripwire (message_id) VALUES ($1) ON CONFLICT DO NOTHING",
+            message_ids,
+        );
+    }
+
+    /// Installs `tripwire` and runs `insert` (one parameter) for each of
+    /// `keys`, which arms it for them.
+    fn arm(&self, tripwire: Tripwire, insert: &str, keys: &[&str]) {
+        tripwire.install(self);
         self.with_reader(|client, _| {
-            for id in message_ids {
+            for key in keys {
                 client
-                    .execute(
-                        "INSERT INTO claim_tripwire (message_id) VALUES ($1) ON CONFLICT DO NOTHING",
-                        &[id],
-                    )
-                    .expect("arm the claim tripwire");
+                    .execute(insert, &[key])
+                    .unwrap_or_else(|error| panic!("arm the tripwire ({insert}): {error}"));
             }
         });
     }
@@ -343,17 +350,11 @@ impl harness::Conflicts for Conflicts<'_> {
 /// `debit`'s own tripwire, made when a test first arms it.
 impl DebitTripwire for Fixture {
     fn fail_debit_statements(&self, payment_ids: &[&str]) {
-        Tripwire::Debit.install(self);
-        self.with_reader(|client, _| {
-            for id in payment_ids {
-                client
-                    .execute(
-                        "INSERT INTO debit_tripwire (payment_id) VALUES ($1) ON CONFLICT DO NOTHING",
-                        &[id],
-                    )
-                    .expect("arm the debit tripwire");
-            }
-        });
+        self.arm(
+            Tripwire::Debit,
+            "INSERT INTO debit_tripwire (payment_id) VALUES ($1) ON CONFLICT DO NOTHING",
+            payment_ids,
+        );
     }
 
     fn end_transaction_at_debits(&self, _payment_ids: &[&str]) -> bool {

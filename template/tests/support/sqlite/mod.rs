@@ -8,7 +8,7 @@ mod debit_tripwire;
 pub mod traps;
 
 pub use inbox_kit_testkit::sqlite::{
-    CONCURRENT_WRITERS, ClaimHolder, Conflicts, Scratch, SqliteRaw, scratch_folder,
+    CONCURRENT_WRITERS, ClaimHolder, Scratch, SqliteRaw, scratch_folder,
 };
 
 use crate::support::harness::ThisProject;

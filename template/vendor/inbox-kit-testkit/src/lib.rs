@@ -4,6 +4,8 @@
 //! under its old path (`crate::support::kill`...), so its tests read the
 //! same whether a helper lives here or there.
 //!
+//! * [`bench`](mod@bench): the figures benchmarks print (medians, rates with
+//!   thousands separators, the consume rows);
 //! * [`kill`]: a process held at one of its own progress lines, then
 //!   killed or signalled there, so every kill lands mid-run on any machine;
 //!   and a child that is killed with the test that started it;
@@ -25,6 +27,7 @@
 //! * `sqlite` (feature `sqlite`): the fixture of a project on SQLite, a
 //!   database file per scenario with the faults it sets off on demand.
 
+pub mod bench;
 pub mod broken;
 pub mod collector;
 pub mod harness;

@@ -190,6 +190,9 @@ impl Fixture<Ledgers> for Memory {
     fn identity(&self) -> String {
         "memory".to_owned()
     }
+    fn execute(&self, _sql: &str) {
+        unreachable!("a ledger in memory has no SQL")
+    }
     fn with_tables<T>(
         &self,
         work: impl FnOnce(&mut (dyn Ledger + '_)) -> Result<T, StorageError>,

@@ -12,8 +12,13 @@
 //! * `batches`: set-based runs whose failure is handled wrong;
 //! * `faults`: database faults held against the message, taken as final
 //!   or as duplicates, and batches without a savepoint per delivery;
+//! * `handlers`: any handler wrapped to do nothing, to take its refusals
+//!   for failures, or to go under another consumer's name;
 //! * `pipeline`: settling too early, routing by anything but the key;
 //! * `purges`: retention that deletes what it must keep, or miscounts;
+//! * `schemas`: the real inbox on a schema with a broken key, and a
+//!   database's trap with the scenarios it passes and the one that
+//!   catches it;
 //! * `hangs`: waits that never end (run only in a test process of their
 //!   own, since ending it is how a hang fails).
 //!
@@ -24,21 +29,25 @@
 
 mod batches;
 mod faults;
+mod handlers;
 mod hangs;
 mod ids;
 mod inboxes;
 mod letters;
 mod pipeline;
 mod purges;
+mod schemas;
 
 pub use batches::*;
 pub use faults::*;
+pub use handlers::*;
 pub use hangs::*;
 pub use ids::*;
 pub use inboxes::*;
 pub use letters::*;
 pub use pipeline::*;
 pub use purges::*;
+pub use schemas::*;
 
 use inbox_kit_runtime::delivery::{Delivery, Inbox};
 use inbox_kit_runtime::inbox::Outcome;

@@ -68,6 +68,10 @@ pub trait Fixture<P: Project>: Tripwires<P::Registry> + Sized + Sync {
     /// broken inbox that remembers ids in memory keys them by it).
     fn identity(&self) -> String;
 
+    /// Runs SQL statements on the database (a broken key's schema change,
+    /// for a trap); panics if they fail.
+    fn execute(&self, sql: &str);
+
     /// Runs `work` on the handlers' tables in a transaction of its own,
     /// committed if `work` succeeds; panics on a storage error.
     fn with_tables<T>(&self, work: impl FnOnce(&mut P::Tables<'_>) -> Result<T, StorageError>)

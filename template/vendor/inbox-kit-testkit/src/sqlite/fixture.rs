@@ -310,6 +310,10 @@ impl<P: SqliteTest> harness::Fixture<P> for SqliteFixture<P> {
         SqliteFixture::identity(self)
     }
 
+    fn execute(&self, sql: &str) {
+        SqliteFixture::execute(self, sql)
+    }
+
     fn with_tables<T>(
         &self,
         work: impl FnOnce(&mut P::Tables<'_>) -> Result<T, StorageError>,

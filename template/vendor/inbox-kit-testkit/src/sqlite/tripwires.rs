@@ -162,12 +162,6 @@ impl<P: SqliteTest> SqliteFixture<P> {
         self.execute("DELETE FROM claim_tripwire;");
     }
 
-    /// `None`: SQLite has no races to lose (one writer at a time, which
-    /// waits for the lock instead), so nothing retries a conflict.
-    pub fn conflicts(&self) -> Option<Conflicts> {
-        None
-    }
-
     /// Another connection claims (consumer, id) in a transaction it keeps
     /// open: on SQLite, that holds the one write lock.
     pub fn hold_claim(&self, consumer: &str, id: &str) -> ClaimHolder {
@@ -210,28 +204,13 @@ impl<P: SqliteTest> Tripwires<P::Registry> for SqliteFixture<P> {
         Box::new(SqliteFixture::hold_claim(self, consumer, id))
     }
 
+    /// `None`: SQLite has no races to lose (one writer at a time, which
+    /// waits for the lock instead), so nothing retries a conflict.
     fn conflicts(&self) -> Option<Box<dyn harness::Conflicts + '_>> {
-        SqliteFixture::conflicts(self)
-            .map(|conflicts| Box::new(conflicts) as Box<dyn harness::Conflicts + '_>)
+        None
     }
 
     fn impatient_inbox(&self, policy: Policy, wait: Duration) -> Box<dyn Inbox<P::Registry>> {
         SqliteFixture::impatient_inbox(self, policy, wait)
-    }
-}
-
-/// Claims that lose a race: none on SQLite, so there is no value of this
-/// type (see [`SqliteFixture::conflicts`]).
-pub enum Conflicts {}
-
-impl harness::Conflicts for Conflicts {
-    fn retries(&self) -> u32 {
-        match *self {}
-    }
-    fn lose_claims(&self, _message_id: &str, _times: u32) {
-        match *self {}
-    }
-    fn tries(&self) -> u64 {
-        match *self {}
     }
 }

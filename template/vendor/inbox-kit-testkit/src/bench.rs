@@ -1,7 +1,10 @@
-//! Numbers as the benchmarks report them: medians of repeated runs, and
-//! rates written with thousands separators so tables read at a glance.
+//! Numbers as the benchmarks report them: medians of repeated runs, rates
+//! written with thousands separators so tables read at a glance, and the
+//! broker benchmarks' two `consume` rows. Every project's benchmarks print
+//! their tables with these, so the figures read the same on every variant.
 
-use {{crate_name}}::pipeline::Options;
+use inbox_kit_runtime::handler::Registry;
+use inbox_kit_runtime::pipeline::Options;
 
 /// The middle value (the upper one of the two middles for an even count).
 pub fn median(mut values: Vec<f64>) -> f64 {
@@ -27,12 +30,12 @@ pub fn thousands(rate: f64) -> String {
 /// transaction per delivery, then batches of 256. Each is the median rate
 /// of `repeats` runs (`seconds` consumes all `messages` with the options
 /// given and says how long it took), with its ratio to `baseline`.
-pub fn consume_rows(
+pub fn consume_rows<R: Registry>(
     workers: usize,
     messages: usize,
     repeats: usize,
     baseline: f64,
-    mut seconds: impl FnMut(Options) -> f64,
+    mut seconds: impl FnMut(Options<R>) -> f64,
 ) {
     for (label, batch_size) in [
         ("consume, one transaction per delivery", 1),
@@ -55,5 +58,24 @@ pub fn consume_rows(
             thousands(rate),
             rate / baseline
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn thousands_are_separated_by_commas_after_rounding() {
+        assert_eq!(thousands(0.4), "0");
+        assert_eq!(thousands(999.5), "1,000");
+        assert_eq!(thousands(1_234_567.0), "1,234,567");
+        assert_eq!(thousands(12_345.0), "12,345");
+    }
+
+    #[test]
+    fn the_median_is_the_middle_value_whatever_the_order() {
+        assert_eq!(median(vec![3.0, 1.0, 2.0]), 2.0);
+        assert_eq!(median(vec![4.0, 1.0, 3.0, 2.0]), 3.0);
     }
 }
