@@ -4,9 +4,9 @@
 //!
 //! What is this service's own is here: how a notification goes out (its
 //! envelope type, its payload, the channel it is published under) and the
-//! key its receiver deduplicates on. The queue it is taken from is the
-//! database module's (`relay.rs` there); the names below keep the paths
-//! the commands and the tests use.
+//! key its receiver deduplicates on. The names below keep the paths the
+//! commands and the tests use; the queue the rows are taken from is the
+//! runtime's, over the outbox table of the database module.
 
 {% if broker == "kafka" -%}
 pub use inbox_kit_runtime::relay::kafka;

@@ -1,7 +1,8 @@
 //! This project's half of its PostgreSQL database: its tables
 //! (`schema.sql`, and the SQL behind each handler's trait in `tables.rs`,
-//! prepared once per connection) and the relay's queue over its outbox
-//! (`relay.rs`), handed to the runtime's [`Database`] below. The runtime
+//! prepared once per connection) and how a row of its outbox becomes a
+//! [`Notification`] for the runtime's relay queue, handed to the runtime's
+//! [`Database`] below. The runtime
 //! connects, creates the schema and the tables, runs the inbox on them
 //! (on a pipelined connection) and purges old rows
 //! (`inbox_kit_runtime::postgres`): the kit's code, not edited here.
@@ -10,18 +11,16 @@
 //! the rest of the crate goes through [`crate::store::Store`],
 //! [`crate::handlers::Tables`] and [`crate::inbox::Inbox`].
 
-mod relay;
 mod tables;
 
 pub use inbox_kit_runtime::postgres::{
     CONFLICT_RETRIES, Exec, Pipelined, QUIET_LOGS, SCHEMA as INBOX_SCHEMA, Settings,
 };
-pub use relay::PgQueue;
 pub use tables::{PgTables, TableStatements};
 
 use inbox_kit_runtime::handler::HandlerError;
-use inbox_kit_runtime::postgres::{PgHandlers, PgProject};
-use postgres::Transaction;
+use inbox_kit_runtime::postgres::{OutboxQueue, OutboxRow, PgHandlers, PgProject};
+use postgres::{Row, Transaction};
 
 use crate::handlers::{BorrowedHandler, Handlers, Notification, Tables};
 use crate::inbox::StorageError;
@@ -41,7 +40,7 @@ impl PgProject for Handlers {
     const TABLES: &str = include_str!("schema.sql");
     type Tables<'t> = dyn Tables + 't;
     type Notice = Notification;
-    type Queue = PgQueue;
+    type Queue = OutboxQueue<Notification>;
 
     fn on_tables<T>(
         tx: &mut Transaction<'_>,
@@ -51,8 +50,26 @@ impl PgProject for Handlers {
         work(&mut PgTables::new(tx, &statements))
     }
 
-    fn relay_queue(connection: Pipelined) -> Result<PgQueue, StorageError> {
-        PgQueue::new(connection)
+    fn relay_queue(connection: Pipelined) -> Result<Self::Queue, StorageError> {
+        OutboxQueue::new(connection)
+    }
+}
+
+/// A row of the `notifications` outbox (`schema.sql`) as the relay sends
+/// it.
+impl OutboxRow for Notification {
+    fn outbox_key(&self) -> (&str, &str) {
+        (&self.event_id, &self.channel)
+    }
+
+    fn from_row(row: &Row) -> Self {
+        Notification {
+            event_id: row.get("event_id"),
+            channel: row.get("channel"),
+            account: row.get("account"),
+            body: row.get("body"),
+            trace_parent: row.get("trace_parent"),
+        }
     }
 }
 

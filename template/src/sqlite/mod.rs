@@ -1,7 +1,7 @@
 //! This project's half of its SQLite database: its tables (`schema.sql`,
-//! and the SQL behind each handler's trait in `tables.rs`) and the relay's
-//! queue over its outbox (`relay.rs`), handed to the runtime's
-//! [`Database`] below. The runtime opens the file in WAL mode, creates the
+//! and the SQL behind each handler's trait in `tables.rs`) and how a row of
+//! its outbox becomes a [`Notification`] for the runtime's relay queue,
+//! handed to the runtime's [`Database`] below. The runtime opens the file in WAL mode, creates the
 //! inbox's tables and these, runs the inbox on them and purges old rows
 //! (`inbox_kit_runtime::sqlite`): the kit's code, not edited here.
 //!
@@ -9,18 +9,16 @@
 //! rest of the crate goes through [`crate::store::Store`],
 //! [`crate::handlers::Tables`] and [`crate::inbox::Inbox`].
 
-mod relay;
 mod tables;
 
 pub use inbox_kit_runtime::sqlite::{Durability, QUIET_LOGS, Settings};
-pub use relay::SqliteQueue;
 pub use tables::SqliteTables;
 
 use std::path::Path;
 
 use inbox_kit_runtime::handler::HandlerError;
-use inbox_kit_runtime::sqlite::{SqliteHandlers, SqliteProject};
-use rusqlite::Connection;
+use inbox_kit_runtime::sqlite::{OutboxQueue, OutboxRow, SqliteHandlers, SqliteProject};
+use rusqlite::{Connection, Row};
 
 use crate::handlers::{BorrowedHandler, Handlers, Notification, Tables};
 use crate::inbox::StorageError;
@@ -42,14 +40,32 @@ impl SqliteProject for Handlers {
     const DURABILITY: Durability = crate::defaults::DURABILITY;
     type Tables<'t> = dyn Tables + 't;
     type Notice = Notification;
-    type Queue = SqliteQueue;
+    type Queue = OutboxQueue<Notification>;
 
     fn on_tables<T>(db: &Connection, work: impl FnOnce(&mut (dyn Tables + '_)) -> T) -> T {
         work(&mut SqliteTables::new(db))
     }
 
-    fn relay_queue(db: Connection, path: &Path) -> Result<SqliteQueue, StorageError> {
-        SqliteQueue::open(db, path)
+    fn relay_queue(db: Connection, path: &Path) -> Result<Self::Queue, StorageError> {
+        OutboxQueue::open(db, path)
+    }
+}
+
+/// A row of the `notifications` outbox (`schema.sql`) as the relay sends
+/// it.
+impl OutboxRow for Notification {
+    fn outbox_key(&self) -> (&str, &str) {
+        (&self.event_id, &self.channel)
+    }
+
+    fn from_row(row: &Row<'_>) -> rusqlite::Result<Self> {
+        Ok(Notification {
+            event_id: row.get("event_id")?,
+            channel: row.get("channel")?,
+            account: row.get("account")?,
+            body: row.get("body")?,
+            trace_parent: row.get("trace_parent")?,
+        })
     }
 }
 
@@ -76,5 +92,33 @@ impl SqliteHandlers for Handlers {
                 .iter()
                 .try_for_each(|message| handler.apply(tables, message)),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use inbox_kit_runtime::sqlite::outbox::DUE;
+
+    use super::*;
+
+    /// The relay's take reads its rows from this schema's index, in order,
+    /// and stops at the limit: sorting the rows left to send at every take
+    /// would make a relay working off a backlog slower with every row
+    /// still in it.
+    #[test]
+    fn a_take_reads_the_due_rows_in_index_order() {
+        let db = Connection::open_in_memory().unwrap();
+        db.execute_batch(Handlers::TABLES).unwrap();
+        let mut explain = db.prepare(&format!("EXPLAIN QUERY PLAN {DUE}")).unwrap();
+        let plan: Vec<String> = explain
+            .query_map((0, 100), |row| row.get(3))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        assert!(
+            plan.iter().any(|step| step.contains("USING INDEX"))
+                && !plan.iter().any(|step| step.contains("TEMP B-TREE")),
+            "{plan:?}"
+        );
     }
 }

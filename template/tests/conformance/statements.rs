@@ -14,7 +14,7 @@ use crate::support::subjects::{ACCOUNT, DebitSubject};
 #[test]
 fn a_failing_statement_rolls_back_its_delivery_and_its_siblings_apply() {
     for inbox in RealInbox::ALL {
-        let play = statement_fails(&inbox, 10, Failing::Statement)
+        let play = statement_fails(&DebitSubject::real(), &inbox, 10, Failing::Statement)
             .expect("siblings apply, the failed ones on redelivery")
             .expect("every database can fail a statement");
         assert_eq!(
@@ -27,8 +27,13 @@ fn a_failing_statement_rolls_back_its_delivery_and_its_siblings_apply() {
 
 #[test]
 fn a_statement_that_ends_the_whole_transaction_reports_nothing_applied() {
-    let played = statement_fails(&RealInbox::BATCHED, 10, Failing::WholeTransaction)
-        .expect("nothing reported applied, everything applied on redelivery");
+    let played = statement_fails(
+        &DebitSubject::real(),
+        &RealInbox::BATCHED,
+        10,
+        Failing::WholeTransaction,
+    )
+    .expect("nothing reported applied, everything applied on redelivery");
     if let Some(play) = played {
         assert_eq!(
             play.step(STATEMENTS_FAILED).state.balances,

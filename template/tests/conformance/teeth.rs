@@ -98,12 +98,12 @@ fn this_databases_own_traps_are_caught() {
 fn a_batch_without_savepoints_is_caught_by_a_failing_statement() {
     run_twice(&debit(), &NoSavepoints, 50).expect("without failures it is fine");
     caught(
-        statement_fails(&NoSavepoints, 10, Failing::Statement),
+        statement_fails(&debit(), &NoSavepoints, 10, Failing::Statement),
         "no savepoint per delivery",
     );
     for inbox in whole_transaction_traps() {
         caught(
-            statement_fails(inbox.as_ref(), 10, Failing::WholeTransaction),
+            statement_fails(&debit(), inbox.as_ref(), 10, Failing::WholeTransaction),
             &inbox.name(),
         );
     }

@@ -27,13 +27,13 @@
 //! database fixture is its database's (`support::database::Fixture`).
 
 mod judge;
-mod scenarios;
 
 pub use inbox_kit_testkit::harness::env::{
     Prng, env_number, now_millis, stress_messages, stress_workers,
 };
 pub use inbox_kit_testkit::harness::faults::{AlwaysFail, FailFirstAttempt, FailFor};
 pub use inbox_kit_testkit::harness::hangs;
+pub use inbox_kit_testkit::harness::scenarios::*;
 pub use inbox_kit_testkit::harness::{
     DeadLettersUnderTest, Expected, Fault, InboxUnderTest, InboxWithLetters, Model, Observed,
     OnPath, Path, Raw, RealDeadLetters, RealInbox, Scratch, Seed, Subject, Violation,
@@ -42,7 +42,6 @@ pub use inbox_kit_testkit::harness::{
     state_against, state_of,
 };
 pub use judge::Play;
-pub use scenarios::*;
 
 use std::sync::Arc;
 

@@ -14,7 +14,7 @@ use {{crate_name}}::handlers::Handlers;
 use {{crate_name}}::inbox::{Inbox, Policy};
 use {{crate_name}}::store::Store;
 
-use crate::support::harness::DebitTripwire;
+use crate::support::harness::{StatementTripwire, ThisProject};
 
 use super::Fixture;
 
@@ -348,8 +348,8 @@ impl harness::Conflicts for Conflicts<'_> {
 }
 
 /// `debit`'s own tripwire, made when a test first arms it.
-impl DebitTripwire for Fixture {
-    fn fail_debit_statements(&self, payment_ids: &[&str]) {
+impl StatementTripwire<ThisProject> for Fixture {
+    fn fail_statements(&self, payment_ids: &[&str]) {
         self.arm(
             Tripwire::Debit,
             "INSERT INTO debit_tripwire (payment_id) VALUES ($1) ON CONFLICT DO NOTHING",
@@ -357,11 +357,11 @@ impl DebitTripwire for Fixture {
         );
     }
 
-    fn end_transaction_at_debits(&self, _payment_ids: &[&str]) -> bool {
+    fn end_transaction_at(&self, _payment_ids: &[&str]) -> bool {
         false
     }
 
-    fn heal_debits(&self) {
+    fn heal_statements(&self) {
         self.run_sql("DELETE FROM debit_tripwire;");
     }
 }

@@ -16,6 +16,7 @@ mod database;
 mod inbox;
 #[cfg(feature = "cli")]
 mod options;
+pub mod outbox;
 mod pipelined;
 mod poison;
 pub mod retention;
@@ -24,6 +25,7 @@ pub use database::{Database, PgProject, QUIET_LOGS, Settings};
 pub use inbox::{CONFLICT_RETRIES, PgInbox};
 #[cfg(feature = "cli")]
 pub use options::DatabaseOptions;
+pub use outbox::{OutboxQueue, OutboxRow};
 pub use pipelined::{Exec, Pipelined};
 
 use crate::handler::{HandlerError, Registry};

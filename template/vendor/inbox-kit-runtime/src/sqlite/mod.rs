@@ -1,7 +1,8 @@
 //! The transactional inbox on SQLite (feature `sqlite`): the inbox row,
 //! the handler's writes and the failure counts in one transaction per
 //! batch, the dead letters beside them, and the database file that holds
-//! them with a project's tables ([`Database`]).
+//! them with a project's tables ([`Database`]), and the relay's queue over
+//! the project's outbox ([`OutboxQueue`]).
 //!
 //! This is the kit's half of a SQLite consumer, the half that must not be
 //! edited to make a consumer pass: how a delivery is claimed, rolled back
@@ -15,6 +16,7 @@ mod database;
 mod inbox;
 #[cfg(feature = "cli")]
 mod options;
+pub mod outbox;
 mod poison;
 pub mod retention;
 
@@ -22,6 +24,7 @@ pub use database::{Database, Durability, QUIET_LOGS, Settings, SqliteProject};
 pub use inbox::SqliteInbox;
 #[cfg(feature = "cli")]
 pub use options::DatabaseOptions;
+pub use outbox::{OutboxQueue, OutboxRow};
 
 /// The inbox's own tables (`inbox`, `attempts`, `dead_letters`), each
 /// created if missing: run it in the transaction that creates the

@@ -10,6 +10,7 @@
 
 mod fixture;
 mod raw;
+mod statements;
 pub mod traps;
 mod tripwires;
 

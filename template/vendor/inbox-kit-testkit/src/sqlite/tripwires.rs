@@ -1,8 +1,8 @@
 //! Test-only objects that make SQLite fail on demand, at exactly the
 //! point a scenario needs: a COMMIT that fails, a claim refused or held by
 //! another transaction, a connection that does not wait for locks. (A
-//! tripwire on one handler's statement is the project's: it names that
-//! handler's table.)
+//! tripwire on one handler's statement is in `statements`: the project
+//! names the table.)
 
 use std::time::Duration;
 

@@ -20,6 +20,7 @@ mod restart;
 mod retention;
 mod serial;
 mod serve;
+mod statements;
 mod storage;
 mod twice;
 
@@ -38,5 +39,6 @@ pub use restart::*;
 pub use retention::*;
 pub use serial::*;
 pub use serve::serve_second_process;
+pub use statements::*;
 pub use storage::*;
 pub use twice::*;

@@ -1,4 +1,10 @@
-//! The relay's queue on SQLite.
+//! The relay's queue over a SQLite project's outbox.
+//!
+//! The outbox table is `notifications`, keyed `(event_id, channel)`, with
+//! the relay's bookkeeping columns (`queued_at`, `sent_at`, `failures`,
+//! `last_error`, `retry_at`, `parked_at`, `trace_parent`): the runtime's
+//! part. The project's part is the payload columns and how a row becomes
+//! its notice ([`OutboxRow`]).
 //!
 //! SQLite has no row locks to let two relays share the outbox, so there is
 //! one relay per database: the queue holds an exclusive lock on a file
@@ -6,29 +12,43 @@
 //! system however the relay ends), and a second relay is refused.
 
 use std::fs::File;
+use std::marker::PhantomData;
 use std::path::Path;
 use std::time::SystemTime;
 
-use rusqlite::{Connection, params};
+use rusqlite::{Connection, Row, params};
 
-use crate::handlers::Notification;
-use crate::inbox::{StorageError, StorageFault, unix_millis};
+use crate::inbox::unix_millis;
 use crate::relay::{Notice, Outgoing, Parked, Queue, RelayPolicy, Sent};
+use crate::storage::{StorageError, StorageFault};
 
-/// Up to `?2` rows due at `?1`, oldest first.
-const DUE: &str =
-    "SELECT event_id, channel, account, body, failures, trace_parent FROM notifications
+/// A notice as a row of the outbox: the project's side of [`OutboxQueue`].
+pub trait OutboxRow: Notice + Sized + 'static {
+    /// The row's key in the outbox: `(event_id, channel)`.
+    fn outbox_key(&self) -> (&str, &str);
+
+    /// The notice a row holds, read by column name (`event_id`, `channel`,
+    /// `trace_parent` and the project's payload columns: every column of
+    /// the table is selected).
+    fn from_row(row: &Row<'_>) -> rusqlite::Result<Self>;
+}
+
+/// Up to `?2` rows due at `?1`, oldest first, read from the index.
+pub const DUE: &str = "SELECT * FROM notifications
                    WHERE sent_at IS NULL AND parked_at IS NULL AND retry_at <= ?1
                    ORDER BY queued_at, event_id, channel LIMIT ?2";
 
-/// The outbox as the one relay of this database sees it.
-pub struct SqliteQueue {
+/// The outbox of notices `N` as the one relay of its database sees it.
+pub struct OutboxQueue<N> {
     db: Connection,
     _only_relay: File,
+    notices: PhantomData<fn() -> N>,
 }
 
-impl SqliteQueue {
-    pub(super) fn open(db: Connection, database: &Path) -> Result<Self, StorageError> {
+impl<N: OutboxRow> OutboxQueue<N> {
+    /// The queue over `db`, the connection to the database at `database`;
+    /// refused while another relay holds the database's relay lock.
+    pub fn open(db: Connection, database: &Path) -> Result<Self, StorageError> {
         let lock = database.with_extension("relay-lock");
         let file = File::options()
             .create(true)
@@ -50,26 +70,21 @@ impl SqliteQueue {
         Ok(Self {
             db,
             _only_relay: file,
+            notices: PhantomData,
         })
     }
 }
 
-impl Queue<Notification> for SqliteQueue {
-    fn take(&mut self, limit: usize) -> Result<Vec<Outgoing>, StorageError> {
+impl<N: OutboxRow> Queue<N> for OutboxQueue<N> {
+    fn take(&mut self, limit: usize) -> Result<Vec<Outgoing<N>>, StorageError> {
         let now = unix_millis(SystemTime::now());
         let mut statement = self.db.prepare_cached(DUE)?;
         let rows = statement.query_map(params![now, limit as i64], |row| {
-            let notification = Notification {
-                event_id: row.get(0)?,
-                channel: row.get(1)?,
-                account: row.get(2)?,
-                body: row.get(3)?,
-                trace_parent: row.get(5)?,
-            };
+            let notification = N::from_row(row)?;
             Ok(Outgoing {
                 key: notification.idempotency_key(),
                 notification,
-                failures: row.get(4)?,
+                failures: row.get("failures")?,
             })
         })?;
         Ok(rows.collect::<Result<_, _>>()?)
@@ -77,7 +92,7 @@ impl Queue<Notification> for SqliteQueue {
 
     fn settle(
         &mut self,
-        sent: &[(Outgoing, Sent)],
+        sent: &[(Outgoing<N>, Sent)],
         policy: RelayPolicy,
     ) -> Result<(), StorageError> {
         let now = unix_millis(SystemTime::now());
@@ -85,13 +100,13 @@ impl Queue<Notification> for SqliteQueue {
             .db
             .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
         for (outgoing, result) in sent {
-            let row = &outgoing.notification;
+            let (event_id, channel) = outgoing.notification.outbox_key();
             match result {
                 Sent::Confirmed | Sent::AlreadyThere => tx
                     .prepare_cached(
                         "UPDATE notifications SET sent_at = ?1 WHERE event_id = ?2 AND channel = ?3",
                     )?
-                    .execute(params![now, row.event_id, row.channel])?,
+                    .execute(params![now, event_id, channel])?,
                 Sent::Failed(error) => {
                     let failures = outgoing.failures + 1;
                     let parked_at = policy.parks(failures).then_some(now);
@@ -105,8 +120,8 @@ impl Queue<Notification> for SqliteQueue {
                         error,
                         policy.retry_at(now, failures),
                         parked_at,
-                        row.event_id,
-                        row.channel
+                        event_id,
+                        channel
                     ])?
                 }
                 // Never given: the relay stops before settling it.
@@ -126,38 +141,22 @@ impl Queue<Notification> for SqliteQueue {
     }
 
     fn parked(&mut self) -> Result<Vec<Parked>, StorageError> {
-        let mut statement = self.db.prepare(
-            "SELECT event_id, channel, account, body, failures, last_error, parked_at, trace_parent
-             FROM notifications WHERE parked_at IS NOT NULL
-             ORDER BY parked_at, event_id, channel",
-        )?;
-        let rows = statement.query_map([], |row| {
-            let notification = Notification {
-                event_id: row.get(0)?,
-                channel: row.get(1)?,
-                account: row.get(2)?,
-                body: row.get(3)?,
-                trace_parent: row.get(7)?,
-            };
-            Ok(Parked {
-                key: notification.idempotency_key(),
-                failures: row.get(4)?,
-                last_error: row.get::<_, Option<String>>(5)?.unwrap_or_default(),
-                parked_at: row.get(6)?,
-            })
-        })?;
-        Ok(rows.collect::<Result<_, _>>()?)
+        Ok(self
+            .parked_rows()?
+            .into_iter()
+            .map(|(_, parked)| parked)
+            .collect())
     }
 
     fn requeue(&mut self, keys: &[String]) -> Result<u64, StorageError> {
-        let parked = self.parked()?;
+        let parked = self.parked_rows()?;
         let tx = self.db.unchecked_transaction()?;
         let mut requeued = 0;
-        for letter in parked
+        for (notice, _) in parked
             .iter()
-            .filter(|p| keys.is_empty() || keys.contains(&p.key))
+            .filter(|(_, p)| keys.is_empty() || keys.contains(&p.key))
         {
-            let (channel, event_id) = letter.key.split_once(':').unwrap_or_default();
+            let (event_id, channel) = notice.outbox_key();
             requeued += tx
                 .prepare_cached(
                     "UPDATE notifications SET parked_at = NULL, failures = 0, retry_at = 0
@@ -170,30 +169,25 @@ impl Queue<Notification> for SqliteQueue {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// A take reads its rows from the index, in order, and stops at the
-    /// limit: sorting the rows left to send at every take would make a
-    /// relay working off a backlog slower with every row still in it.
-    #[test]
-    fn a_take_reads_the_due_rows_in_index_order() {
-        let db = Connection::open_in_memory().unwrap();
-        db.execute_batch(
-            <crate::handlers::Handlers as inbox_kit_runtime::sqlite::SqliteProject>::TABLES,
-        )
-        .unwrap();
-        let mut explain = db.prepare(&format!("EXPLAIN QUERY PLAN {DUE}")).unwrap();
-        let plan: Vec<String> = explain
-            .query_map(params![0, 100], |row| row.get(3))
-            .unwrap()
-            .collect::<Result<_, _>>()
-            .unwrap();
-        assert!(
-            plan.iter().any(|step| step.contains("USING INDEX"))
-                && !plan.iter().any(|step| step.contains("TEMP B-TREE")),
-            "{plan:?}"
-        );
+impl<N: OutboxRow> OutboxQueue<N> {
+    /// Every parked row, oldest first, with its notice.
+    fn parked_rows(&mut self) -> Result<Vec<(N, Parked)>, StorageError> {
+        let mut statement = self.db.prepare(
+            "SELECT * FROM notifications WHERE parked_at IS NOT NULL
+             ORDER BY parked_at, event_id, channel",
+        )?;
+        let rows = statement.query_map([], |row| {
+            let notice = N::from_row(row)?;
+            let parked = Parked {
+                key: notice.idempotency_key(),
+                failures: row.get("failures")?,
+                last_error: row
+                    .get::<_, Option<String>>("last_error")?
+                    .unwrap_or_default(),
+                parked_at: row.get("parked_at")?,
+            };
+            Ok((notice, parked))
+        })?;
+        Ok(rows.collect::<Result<_, _>>()?)
     }
 }

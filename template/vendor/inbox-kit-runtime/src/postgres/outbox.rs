@@ -1,4 +1,10 @@
-//! The relay's queue on PostgreSQL.
+//! The relay's queue over a PostgreSQL project's outbox.
+//!
+//! The outbox table is `notifications`, keyed `(event_id, channel)`, with
+//! the relay's bookkeeping columns (`queued_at`, `sent_at`, `failures`,
+//! `last_error`, `retry_at`, `parked_at`, `trace_parent`): the runtime's
+//! part. The project's part is the payload columns and how a row becomes
+//! its notice ([`OutboxRow`]).
 //!
 //! Any number of relays may share the outbox: each takes its rows with
 //! `SELECT ... FOR UPDATE SKIP LOCKED` in a transaction that stays open
@@ -17,19 +23,29 @@
 //! idempotency key. What is never lost is a notification, because the
 //! consumer's transaction that queued it commits synchronously.
 
+use std::marker::PhantomData;
 use std::time::SystemTime;
 
 use postgres::{Row, Statement};
 
-use crate::handlers::Notification;
-use crate::inbox::{StorageError, unix_millis};
-use crate::relay::{Notice, Outgoing, Parked, Queue, RelayPolicy, Sent};
-
 use super::{Exec, Pipelined};
+use crate::inbox::unix_millis;
+use crate::relay::{Notice, Outgoing, Parked, Queue, RelayPolicy, Sent};
+use crate::storage::StorageError;
+
+/// A notice as a row of the outbox: the project's side of [`OutboxQueue`].
+pub trait OutboxRow: Notice + Sized + 'static {
+    /// The row's key in the outbox: `(event_id, channel)`.
+    fn outbox_key(&self) -> (&str, &str);
+
+    /// The notice a row holds, read by column name (`event_id`, `channel`,
+    /// `trace_parent` and the project's payload columns: every column of
+    /// the table is selected).
+    fn from_row(row: &Row) -> Self;
+}
 
 /// Up to `$2` rows due at `$1`, oldest first, locked for this relay.
-const DUE: &str =
-    "SELECT event_id, channel, account, body, failures, trace_parent FROM notifications
+pub const DUE: &str = "SELECT * FROM notifications
                    WHERE sent_at IS NULL AND parked_at IS NULL AND retry_at <= $1
                    ORDER BY queued_at, event_id, channel LIMIT $2
                    FOR UPDATE SKIP LOCKED";
@@ -40,21 +56,24 @@ const MARK_SENT: &str = "UPDATE notifications SET sent_at = $1
                          WHERE notifications.event_id = confirmed.event_id
                            AND notifications.channel = confirmed.channel";
 
-/// The outbox as one relay sees it.
-pub struct PgQueue {
+/// The outbox of notices `N` as one relay sees it.
+pub struct OutboxQueue<N> {
     client: Pipelined,
     /// [`DUE`] and [`MARK_SENT`], prepared once: a statement sent as text
     /// costs a round trip more each time.
     due: Statement,
     mark_sent: Statement,
+    notices: PhantomData<fn() -> N>,
 }
 
-impl PgQueue {
-    pub(super) fn new(mut client: Pipelined) -> Result<Self, StorageError> {
+impl<N: OutboxRow> OutboxQueue<N> {
+    /// The queue over `client`, its statements prepared.
+    pub fn new(mut client: Pipelined) -> Result<Self, StorageError> {
         Ok(Self {
             due: client.prepare(DUE)?,
             mark_sent: client.prepare(MARK_SENT)?,
             client,
+            notices: PhantomData,
         })
     }
 
@@ -64,18 +83,8 @@ impl PgQueue {
     }
 }
 
-fn notification(row: &Row) -> Notification {
-    Notification {
-        event_id: row.get(0),
-        channel: row.get(1),
-        account: row.get(2),
-        body: row.get(3),
-        trace_parent: row.get("trace_parent"),
-    }
-}
-
-impl Queue<Notification> for PgQueue {
-    fn take(&mut self, limit: usize) -> Result<Vec<Outgoing>, StorageError> {
+impl<N: OutboxRow> Queue<N> for OutboxQueue<N> {
+    fn take(&mut self, limit: usize) -> Result<Vec<Outgoing<N>>, StorageError> {
         let now = unix_millis(SystemTime::now());
         self.client.begin();
         let rows = self.client.query(&self.due, &[&now, &(limit as i64)])?;
@@ -86,11 +95,11 @@ impl Queue<Notification> for PgQueue {
         Ok(rows
             .iter()
             .map(|row| {
-                let notification = notification(row);
+                let notification = N::from_row(row);
                 Outgoing {
                     key: notification.idempotency_key(),
                     notification,
-                    failures: row.get::<_, i32>(4).unsigned_abs(),
+                    failures: row.get::<_, i32>("failures").unsigned_abs(),
                 }
             })
             .collect())
@@ -98,7 +107,7 @@ impl Queue<Notification> for PgQueue {
 
     fn settle(
         &mut self,
-        sent: &[(Outgoing, Sent)],
+        sent: &[(Outgoing<N>, Sent)],
         policy: RelayPolicy,
     ) -> Result<(), StorageError> {
         let now = unix_millis(SystemTime::now());
@@ -112,10 +121,7 @@ impl Queue<Notification> for PgQueue {
         let (event_ids, channels): (Vec<&str>, Vec<&str>) = sent
             .iter()
             .filter(|(_, result)| matches!(result, Sent::Confirmed | Sent::AlreadyThere))
-            .map(|(outgoing, _)| {
-                let row = &outgoing.notification;
-                (row.event_id.as_str(), row.channel.as_str())
-            })
+            .map(|(outgoing, _)| outgoing.notification.outbox_key())
             .unzip();
         if !event_ids.is_empty() {
             self.client
@@ -125,7 +131,7 @@ impl Queue<Notification> for PgQueue {
             let Sent::Failed(error) = result else {
                 continue;
             };
-            let row = &outgoing.notification;
+            let (event_id, channel) = outgoing.notification.outbox_key();
             let failures = outgoing.failures + 1;
             let parked_at = policy.parks(failures).then_some(now);
             self.client.execute(
@@ -137,8 +143,8 @@ impl Queue<Notification> for PgQueue {
                     error,
                     &policy.retry_at(now, failures),
                     &parked_at,
-                    &row.event_id,
-                    &row.channel,
+                    &event_id,
+                    &channel,
                 ],
             )?;
         }
@@ -158,30 +164,56 @@ impl Queue<Notification> for PgQueue {
     }
 
     fn parked(&mut self) -> Result<Vec<Parked>, StorageError> {
+        Ok(self
+            .parked_rows()?
+            .into_iter()
+            .map(|(_, parked)| parked)
+            .collect())
+    }
+
+    fn requeue(&mut self, keys: &[String]) -> Result<u64, StorageError> {
+        let (event_ids, channels): (Vec<String>, Vec<String>) = self
+            .parked_rows()?
+            .into_iter()
+            .filter(|(_, parked)| keys.is_empty() || keys.contains(&parked.key))
+            .map(|(notice, _)| {
+                let (event_id, channel) = notice.outbox_key();
+                (event_id.to_owned(), channel.to_owned())
+            })
+            .unzip();
+        Ok(self.client.execute(
+            "UPDATE notifications SET parked_at = NULL, failures = 0, retry_at = 0
+             FROM unnest($1::text[], $2::text[]) AS chosen (event_id, channel)
+             WHERE notifications.event_id = chosen.event_id
+               AND notifications.channel = chosen.channel
+               AND parked_at IS NOT NULL",
+            &[&event_ids, &channels],
+        )?)
+    }
+}
+
+impl<N: OutboxRow> OutboxQueue<N> {
+    /// Every parked row, oldest first, with its notice.
+    fn parked_rows(&mut self) -> Result<Vec<(N, Parked)>, StorageError> {
         let rows = self.client.query(
-            "SELECT event_id, channel, account, body, failures, last_error, parked_at, trace_parent
-             FROM notifications WHERE parked_at IS NOT NULL
+            "SELECT * FROM notifications WHERE parked_at IS NOT NULL
              ORDER BY parked_at, event_id, channel",
             &[],
         )?;
         Ok(rows
             .iter()
-            .map(|row| Parked {
-                key: notification(row).idempotency_key(),
-                failures: row.get::<_, i32>(4).unsigned_abs(),
-                last_error: row.get::<_, Option<String>>(5).unwrap_or_default(),
-                parked_at: row.get(6),
+            .map(|row| {
+                let notice = N::from_row(row);
+                let parked = Parked {
+                    key: notice.idempotency_key(),
+                    failures: row.get::<_, i32>("failures").unsigned_abs(),
+                    last_error: row
+                        .get::<_, Option<String>>("last_error")
+                        .unwrap_or_default(),
+                    parked_at: row.get("parked_at"),
+                };
+                (notice, parked)
             })
             .collect())
-    }
-
-    fn requeue(&mut self, keys: &[String]) -> Result<u64, StorageError> {
-        let keys: Vec<&str> = keys.iter().map(String::as_str).collect();
-        Ok(self.client.execute(
-            "UPDATE notifications SET parked_at = NULL, failures = 0, retry_at = 0
-             WHERE parked_at IS NOT NULL
-               AND (cardinality($1::text[]) = 0 OR channel || ':' || event_id = ANY ($1))",
-            &[&keys],
-        )?)
     }
 }
