@@ -74,10 +74,13 @@ const CLIPPY_BAIT: &str =
 const FORMAT_BAIT: &str = "\n#[test]\nfn   format_bait( )   {   }\n";
 const BAIT_FILE: &str = "tests/conformance/main.rs";
 
-/// Runs `change`, then the test body, then puts every file back as it was.
+/// Runs `change`, then the test body, then puts every file back as it was,
+/// and `Cargo.toml` too: an edit to the vendored runtime points the
+/// project at its vendored crates (`common::use_the_vendored_crates`).
 fn with_files_restored(root: &Path, paths: &[&str], body: impl FnOnce()) {
     let saved: Vec<_> = paths
         .iter()
+        .chain(&["Cargo.toml"])
         .map(|p| (root.join(p), fs::read(root.join(p)).unwrap()))
         .collect();
     body();
