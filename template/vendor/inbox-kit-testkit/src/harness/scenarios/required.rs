@@ -1,7 +1,7 @@
 //! The required scenarios together: by name ([`Scenario`], for tests that
-//! pick one from a table) and all at once for one subject
-//! ([`required_scenarios`], what a project's coverage test runs for every
-//! subject it has).
+//! pick one from a table) and as a project's required tests name them,
+//! each run for every subject it has ([`Required`],
+//! [`every_subject_passes`]).
 
 use crate::harness::env::{stress_messages, stress_workers};
 use crate::harness::{
@@ -141,32 +141,6 @@ impl Required {
     }
 }
 
-/// Every required scenario for one subject. Returns what was violated
-/// (nothing, for a correct handler with a correct model), in the same
-/// order every run.
-///
-/// Each way of running the inbox plays its scenarios on a thread of its
-/// own, at the same time as the others: on PostgreSQL a scenario mostly
-/// waits on the server, so playing them one after another left both cores
-/// idle most of the time.
-pub fn required_scenarios<S: Subject>(subject: &S) -> Vec<Violation> {
-    let through_inboxes = each_at_once(&RealInbox::ALL, |inbox| {
-        Required::ALL
-            .into_iter()
-            .filter(|scenario| *scenario != Required::DeadLetters)
-            .flat_map(|scenario| scenario.through(subject, inbox))
-            .collect::<Vec<_>>()
-    });
-    let through_dead_letters = each_at_once(&RealDeadLetters::ALL, |letters| {
-        dead_letter_scenarios(subject, letters)
-    });
-    through_inboxes
-        .into_iter()
-        .chain(through_dead_letters)
-        .flatten()
-        .collect()
-}
-
 /// The required scenarios of dead letters through `letters`.
 fn dead_letter_scenarios<S: Subject>(subject: &S, letters: &RealDeadLetters) -> Vec<Violation> {
     let mut violations = Vec::new();
@@ -204,8 +178,6 @@ pub fn every_subject_passes(subjects: &[Box<dyn AnySubject>], scenario: Required
 pub trait AnySubject: Sync {
     /// The consumer the subject tests.
     fn consumer(&self) -> &'static str;
-    /// Runs every required scenario for it; returns what was violated.
-    fn required_scenarios(&self) -> Vec<Violation>;
     /// Runs one required scenario for it; returns what was violated.
     fn violations_of(&self, scenario: Required) -> Vec<Violation>;
 }
@@ -213,9 +185,6 @@ pub trait AnySubject: Sync {
 impl<S: Subject> AnySubject for S {
     fn consumer(&self) -> &'static str {
         self.handler().consumer()
-    }
-    fn required_scenarios(&self) -> Vec<Violation> {
-        required_scenarios(self)
     }
     fn violations_of(&self, scenario: Required) -> Vec<Violation> {
         scenario.violations(self)
