@@ -35,7 +35,7 @@ const OTHER_BREAKS: [Edit; 3] = [
     },
     // The ledger's own key dropped: a repeat past the inbox debits again.
     Edit {
-        path: "src/sqlite/schema.sql",
+        path: "src/sqlite/tables.rs",
         find: "    payment_id TEXT    PRIMARY KEY,",
         replace: "    payment_id TEXT    NOT NULL,",
     },
@@ -267,7 +267,7 @@ fn never_blocks_forever() {
     let message = capped.system_message().expect("a message at the cap");
     assert!(message.contains("NOT done"), "{message}");
     assert!(
-        message.contains("redeliver::"),
+        message.contains("required::redelivery"),
         "which tests fail is not said: {message}"
     );
 

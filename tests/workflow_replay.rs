@@ -1,10 +1,10 @@
 //! The `/add-handler` workflow, replayed without an agent, step by step as
 //! the command gives them, for a consumer with a business id in its
 //! payload, a rule across messages and messages it must refuse: a new
-//! event and a stub consumer that stores nothing, the harness tests, seen
-//! failing on their expected values, the implementation without touching
-//! the tests, the docs, everything green, the stress loop repeating the new
-//! parallel test. Then each wrong version of the consumer, to show which
+//! event and a stub consumer that stores nothing, its subject, seen failing
+//! the required tests on their expected values, the implementation without
+//! touching the subject, everything green, the stress loop repeating the
+//! required parallel test for the new consumer. Then each wrong version of the consumer, to show which
 //! required test stops it, on SQLite and (where the server is reachable)
 //! on PostgreSQL. The steps live in `common::replay`, shared with the
 //! red-before-green test.
@@ -25,38 +25,42 @@ fn red_then_green(root: &Path, consumer: &Consumer) {
     consumer.write_stub(root);
     cargo_ok(root, &["build"]);
 
-    // Step 3: the subject and the tests, linted and formatted before the
-    // red commit.
+    // Step 3: the subject, linted and formatted before the red commit.
     consumer.write_tests(root);
     cargo_ok(root, &["clippy", "--all-targets", "--", "-D", "warnings"]);
     cargo_ok(root, &["fmt"]);
     let tests_before = consumer.test_text(root);
 
-    // Step 4: they fail, on their expected values rather than on compiling.
+    // Step 4: the required tests fail for the new consumer, on their
+    // expected values rather than on compiling.
     let failing = cargo(root, consumer.red.command);
     let output = String::from_utf8_lossy(&failing.stdout);
     assert!(
         !failing.status.success(),
-        "the new tests passed against a stub:\n{output}"
+        "the required tests passed against a stub:\n{output}"
     );
     assert!(
         output.contains(consumer.red.summary),
-        "expected all of them to fail:\n{output}"
+        "expected these to fail ({:?}):\n{output}",
+        consumer.test_names
     );
+    for name in consumer.test_names {
+        assert!(
+            output.contains(&format!("test {name} ... FAILED")),
+            "{name} passed against a stub:\n{output}"
+        );
+    }
     assert!(
         output.contains(consumer.red.message),
         "not failing on the expected value:\n{output}"
     );
-    let required = cargo(root, &["test", "--test", "conformance", "required"]);
-    let required = String::from_utf8_lossy(&required.stdout);
     assert!(
-        required.contains("consumer `reservations`"),
-        "the required tests do not name the new consumer:\n{required}"
+        output.contains("consumer `reservations`"),
+        "the required tests do not name the new consumer:\n{output}"
     );
 
-    // Steps 6 to 8: the implementation and the docs, tests untouched; green.
+    // Steps 6 and 7: the implementation, the subject untouched; green.
     consumer.write_implementation(root);
-    consumer.write_docs(root);
     cargo_ok(root, &["fmt"]);
     cargo_ok(root, &["test", "--test", "conformance"]);
     assert_eq!(consumer.test_text(root), tests_before);
@@ -93,7 +97,8 @@ fn the_add_handler_steps_go_red_then_green_and_every_wrong_version_is_stopped() 
     cargo_ok(root, &["test"]);
     cargo_ok(root, &["clippy", "--all-targets", "--", "-D", "warnings"]);
 
-    // Step 9: the stress loop repeats the new consumer's parallel test too.
+    // Step 8: the stress loop repeats the parallel test, the new consumer's
+    // round included.
     let stress = std::process::Command::new(root.join("scripts/stress.sh"))
         .arg("2")
         .current_dir(root)
@@ -121,14 +126,16 @@ fn the_add_handler_steps_go_red_then_green_and_every_wrong_version_is_stopped() 
     every_wrong_version_is_stopped(root, consumer);
 }
 
-/// Step 7's documented set-up, followed as the README now says: the new
-/// consumer's stock seeded from the command line, then a reservation run
-/// against it applies (and one beyond the stock is refused).
+/// The set-up the new event's documentation gives (the README sends a
+/// reader to `src/event.rs`), followed: the new consumer's stock seeded
+/// from the command line, then a reservation run against it applies (and
+/// one beyond the stock is refused).
 fn the_new_consumer_runs_on_a_seeded_database(root: &Path) {
-    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let events = std::fs::read_to_string(root.join("src/event.rs")).unwrap();
+    let documented = "INSERT INTO stock (sku, available) VALUES ('a', 10);\" | cargo run -- seed -";
     assert!(
-        readme.contains("cargo run -- seed -"),
-        "README: no seed step"
+        events.contains(documented),
+        "src/event.rs: the new event does not say how to seed its stock"
     );
     let consumer = |args: &[&str], stdin: &str| {
         use std::io::Write;

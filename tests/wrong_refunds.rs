@@ -20,7 +20,7 @@ use common::{POSTGRES, database_url, generate};
 const HANDLER: &str = "src/handlers/refund.rs";
 /// The required test that judges the refunds against their model.
 const RUN_TWICE: &str = "required::run_twice";
-const RULES: &str = "rules::refunds_of_one_payment_delivered_at_once_end_as_some_serial_order";
+const RULES: &str = "required::rules_across_messages";
 
 /// A wrong version: the edits that make it on each database (none where
 /// it is not wrong there), and a required test among those that must stop
@@ -37,23 +37,23 @@ const WRONG: &[Wrong] = &[
         name: "the refund id's unique key removed (the message id's kept)",
         sqlite: &[
             Edit {
-                path: "src/sqlite/schema.sql",
+                path: "src/sqlite/tables.rs",
                 find: "    refund_id  TEXT    NOT NULL PRIMARY KEY,",
                 replace: "    refund_id  TEXT    NOT NULL,",
             },
             // A WITHOUT ROWID table needs a primary key.
             Edit {
-                path: "src/sqlite/schema.sql",
+                path: "src/sqlite/tables.rs",
                 find: "    amount     INTEGER NOT NULL\n) WITHOUT ROWID;\nCREATE INDEX IF NOT EXISTS refunds_by_payment",
                 replace: "    amount     INTEGER NOT NULL\n);\nCREATE INDEX IF NOT EXISTS refunds_by_payment",
             },
         ],
         postgres: &[Edit {
-            path: "src/postgres/schema.sql",
+            path: "src/postgres/tables.rs",
             find: "    refund_id  text   COLLATE \"C\" PRIMARY KEY,",
             replace: "    refund_id  text   COLLATE \"C\" NOT NULL,",
         }],
-        guard: "business_key::the_refunds_table_refuses_a_refund_repeated_under_a_new_message_id",
+        guard: "required::business_key",
     },
     Wrong {
         name: "a handler that does nothing",

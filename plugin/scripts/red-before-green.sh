@@ -30,6 +30,16 @@
 # change to src/ with no red commit, a commit that deletes a test, and a
 # change to tests/ support code (no test function) after src/ changed.
 #
+# A consumer's tests are its subject: the required tests
+# (tests/conformance/required.rs) play every subject of
+# tests/support/subjects.rs. So a commit that changes that file (a consumer
+# added, its facts or its model changed) is a red commit whose tests are the
+# required ones: at least one must fail there on a verdict (a required test
+# that finds nothing wrong there, say one with nothing to play for the new
+# subject, is shown and not held against it; none may fail on anything but
+# a verdict), and all must pass at HEAD. A subject changed after its
+# consumer's implementation must be seen failing again, like any test.
+#
 # A commit that changes no behaviour (a refactor) can say so with a line
 # `Red-Green: exempt <why>` in its message: it is skipped, and shown as such.
 #
@@ -214,7 +224,14 @@ target_of() {
 
 show() { git show "$1:$prefix$2" 2>/dev/null; }
 
-# For each red commit: its tests, as lines "target<sep>prefix<sep>name<sep>file".
+# The consumers as the required tests see them, and those tests.
+subjects_file=tests/support/subjects.rs
+required_file=tests/conformance/required.rs
+
+# For each red commit: its tests, as lines
+# "target<sep>prefix<sep>name<sep>file<sep>kind", kind "subjects" for the
+# required tests a change to the subjects brings (at least one must fail),
+# empty for the tests a commit adds or changes (each must fail).
 declare -A red_tests=()
 red_commits=()
 src_seen=0
@@ -229,6 +246,13 @@ for c in "${commits[@]}"; do
     support_change=""
     for file in "${files[@]}"; do
         [[ $(show "$c^" "$file" | normalized) == "$(show "$c" "$file" | normalized)" ]] && continue # formatting only
+        if [[ $file == "$subjects_file" ]] && where=$(target_of "$required_file" "$c") && [[ -n $where ]] &&
+            git cat-file -e "$c:$prefix$required_file" 2>/dev/null; then
+            while IFS=$'\t' read -r name _; do
+                tests_here+="$where$sep$name$sep$required_file${sep}subjects"$'\n'
+            done < <(show "$c" "$required_file" | test_functions)
+            continue
+        fi
         if [[ $file != *.rs ]]; then
             support_change=$file
             continue
@@ -288,7 +312,9 @@ run_tests() {
     [[ $dir == "$worktree"* ]] && build_target=$worktree_target
     cut -d "$sep" -f1 "$work/list" | sort -u >"$work/targets"
     while IFS= read -r target; do
-        mapfile -t names < <(awk -F'\037' -v t="$target" '$1 == t { print $3 }' "$work/list" | sort -u)
+        # A required test by its module path: its bare name may be a
+        # substring of many other tests' names.
+        mapfile -t names < <(awk -F'\037' -v t="$target" '$1 == t { print ($5 == "subjects" ? $2 $3 : $3) }' "$work/list" | sort -u)
         (cd "$dir" && CARGO_TARGET_DIR=$build_target cargo test --no-fail-fast --test "$target" -- "${names[@]}") >"$work/run.$target" 2>"$work/err.$target"
     done <"$work/targets"
 }
@@ -379,7 +405,13 @@ for ((i = ${#red_commits[@]} - 1; i >= 0; i--)); do
         continue
     fi
     mark=$(wc -l <"$evidence")
-    say "red commit $at: $(wc -l <"$work/list" | tr -d ' ') new or changed test(s), which must fail there"
+    own=$(awk -F'\037' '$5 != "subjects"' "$work/list" | wc -l | tr -d ' ')
+    required=$(awk -F'\037' '$5 == "subjects"' "$work/list" | wc -l | tr -d ' ')
+    if ((required)); then
+        say "red commit $at: $own new or changed test(s), which must fail there, and it changes $subjects_file: the $required required tests play every subject, and at least one must fail there"
+    else
+        say "red commit $at: $own new or changed test(s), which must fail there"
+    fi
     dir=$(checkout "$c")
     run_tests "$dir"
     for target in $(cut -d "$sep" -f1 "$work/list" | sort -u); do
@@ -389,11 +421,16 @@ for ((i = ${#red_commits[@]} - 1; i >= 0; i--)); do
         fi
     done
     problems=()
-    while IFS=$sep read -r target modprefix name file; do
+    subjects_red=0
+    while IFS=$sep read -r target modprefix name file kind; do
         result_of "$work/run.$target" "$modprefix" "$name" >"$work/result"
         IFS=$'\t' read -r full status <"$work/result"
         loc=$(sed -n 2p "$work/result")
         message=$(sed -n '3,$p' "$work/result")
+        if [[ $kind == subjects && $status == ok ]]; then
+            say "  passes, finding nothing wrong here  $full"
+            continue
+        fi
         case $status in
             ok) problems+=("$full passes at $(short "$c")")
                 say "  PASSES, but must fail here  $full"
@@ -411,10 +448,14 @@ for ((i = ${#red_commits[@]} - 1; i >= 0; i--)); do
             say "  FAILS, but not on an assertion  $full"
         else
             say "  FAILS as it should  $full"
+            [[ $kind == subjects ]] && subjects_red=$((subjects_red + 1))
         fi
         say "      at $loc, ${verdict#not: }:"
         say "$(printf '%s' "$message" | sed 's/^/      /')"
     done <"$work/list"
+    if ((required && !subjects_red)); then
+        problems+=("no required test fails at $(short "$c"), which changes $subjects_file: every one passes at $(short "$c")")
+    fi
     if ((${#problems[@]})); then
         say "REJECTED: the tests added or changed in $at must fail there, on an assertion:"
         printf '  - %s\n' "${problems[@]}" | tee -a "$evidence"

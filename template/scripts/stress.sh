@@ -13,8 +13,9 @@
 # takes seconds. Ends with the iterations run and the rate.
 #
 # Which tests: every test in tests/conformance/ whose module or function
-# name starts with `parallel` (`parallel::...`, `loyalty::parallel_...`), so
-# name a new consumer's parallel test `parallel_...` and it is repeated too.
+# name starts with `parallel`: `required::parallel`, which plays every
+# subject of tests/support/subjects.rs (a new consumer is repeated as soon
+# as it is in `subjects::all()`), and any `parallel_...` test of your own.
 #
 # Knobs (environment):
 #   STRESS_WORKERS=8 STRESS_MESSAGES=200   harder schedules (defaults 4, 50)

@@ -26,7 +26,9 @@ pub enum Event {
     PaymentRefunded(PaymentRefunded),
 }
 
-/// Payload of `payment.captured`.
+/// Payload of `payment.captured`. The account must be open first:
+/// `cargo run -- open-account ID BALANCE`, or
+/// `echo "INSERT INTO accounts (id, balance) VALUES (3, 250);" | cargo run -- seed -`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PaymentCaptured {
     /// The account that paid.
@@ -35,7 +37,9 @@ pub struct PaymentCaptured {
     pub amount: i64,
 }
 
-/// Payload of `payment.refunded`.
+/// Payload of `payment.refunded`: the refunds of one payment never add up
+/// to more than it debited, and a refund of a payment never captured is
+/// refused.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PaymentRefunded {
     /// The refund's own id, fixed by whoever issued it: one refund is

@@ -1,6 +1,5 @@
-//! This project's half of its PostgreSQL database: its tables
-//! (`schema.sql`, and the SQL behind each handler's trait in `tables.rs`,
-//! prepared once per connection) and how a row of its outbox becomes a
+//! This project's half of its PostgreSQL database: its tables and the SQL
+//! behind each handler's trait (`tables.rs`, prepared once per connection) and how a row of its outbox becomes a
 //! [`Notification`] for the runtime's relay queue, handed to the runtime's
 //! [`Database`] below. The runtime
 //! connects, creates the schema and the tables, runs the inbox on them
@@ -16,7 +15,7 @@ mod tables;
 pub use inbox_kit_runtime::postgres::{
     CONFLICT_RETRIES, Exec, Pipelined, QUIET_LOGS, SCHEMA as INBOX_SCHEMA, Settings,
 };
-pub use tables::{PgTables, TableStatements};
+pub use tables::{PgTables, TABLES, TableStatements};
 
 use inbox_kit_runtime::handler::HandlerError;
 use inbox_kit_runtime::postgres::{OutboxQueue, OutboxRow, PgHandlers, PgProject};
@@ -37,7 +36,7 @@ pub type PgInbox = inbox_kit_runtime::postgres::PgInbox<Handlers, Database>;
 
 /// What the runtime's database needs of this project.
 impl PgProject for Handlers {
-    const TABLES: &str = include_str!("schema.sql");
+    const TABLES: &str = tables::TABLES;
     type Tables<'t> = dyn Tables + 't;
     type Notice = Notification;
     type Queue = OutboxQueue<Notification>;
@@ -55,7 +54,7 @@ impl PgProject for Handlers {
     }
 }
 
-/// A row of the `notifications` outbox (`schema.sql`) as the relay sends
+/// A row of the `notifications` outbox (`tables.rs`) as the relay sends
 /// it.
 impl OutboxRow for Notification {
     fn outbox_key(&self) -> (&str, &str) {

@@ -1,5 +1,5 @@
-//! This project's half of its SQLite database: its tables (`schema.sql`,
-//! and the SQL behind each handler's trait in `tables.rs`) and how a row of
+//! This project's half of its SQLite database: its tables and the SQL
+//! behind each handler's trait (`tables.rs`) and how a row of
 //! its outbox becomes a [`Notification`] for the runtime's relay queue,
 //! handed to the runtime's [`Database`] below. The runtime opens the file in WAL mode, creates the
 //! inbox's tables and these, runs the inbox on them and purges old rows
@@ -35,7 +35,7 @@ pub type SqliteInbox = inbox_kit_runtime::sqlite::SqliteInbox<Handlers>;
 
 /// What the runtime's database needs of this project.
 impl SqliteProject for Handlers {
-    const TABLES: &str = include_str!("schema.sql");
+    const TABLES: &str = tables::TABLES;
     const ADDED_COLUMNS: &[(&str, &str, &str)] = &[("notifications", "trace_parent", "TEXT")];
     const DURABILITY: Durability = crate::defaults::DURABILITY;
     type Tables<'t> = dyn Tables + 't;
@@ -51,7 +51,7 @@ impl SqliteProject for Handlers {
     }
 }
 
-/// A row of the `notifications` outbox (`schema.sql`) as the relay sends
+/// A row of the `notifications` outbox (`tables.rs`) as the relay sends
 /// it.
 impl OutboxRow for Notification {
     fn outbox_key(&self) -> (&str, &str) {

@@ -1,61 +1,26 @@
-//! The required tests for this consumer. `required.rs` runs each required
-//! scenario for every subject (a consumer added to
-//! `support::subjects::all()` is judged by all of them); the other files
-//! hold the shipped consumers' own tests, one promise each, with explicit
-//! expected values:
+//! The required tests. `required.rs` runs each required scenario (run
+//! twice, 4 workers in parallel, failure then redelivery, restart,
+//! business key, exact ids, failed commit, database faults, rules across
+//! messages, cannot apply, dead letters) for every subject in
+//! `support::subjects::all()`, judged against the subject's own model and
+//! against each message applied once to a fresh database: a consumer added
+//! there is judged by all of them, and a failure names the scenario and the
+//! consumer. Besides them:
 //!
-//! * `run_twice`: the same messages delivered twice apply once;
-//! * `parallel`: four workers delivering the same messages at once apply
-//!   each once, and none fails on a lock;
-//! * `pipeline`: through the real pipeline, each message is settled only
-//!   after its commit, and routed by partition key;
-//! * `redeliver`: a delivery that fails leaves no trace, and its
-//!   redelivery applies it once;
-//! * `restart`: duplicates are still caught by a new process;
-//! * `consumers`: two consumers of one message both apply it, and one event
-//!   fans out to every channel;
-//! * `business_key`: each handler's own tables refuse a repeat that gets
-//!   past the inbox, and allow the legitimate fan-out;
-//! * `ids`: ids are compared exactly (case, whitespace, Unicode, length);
-//! * `commit`: a COMMIT that fails reports nothing as applied;
-//! * `dead_letters`: a message that always fails is parked, stays a
-//!   duplicate, and is redriven once;
-//! * `database_faults`: a storage fault in a handler's write, or a claim
-//!   that times out behind another transaction, is never the message's;
-//! * `retention`: a purge keeps every row inside its window;
-//! * `rules`: different messages about one entity, delivered at once from
-//!   two processes, end as some serial order of them would;
-//! * `statements`: a handler's statement that fails inside a batch rolls
-//!   back its own delivery only;
-//! * `required`: every required scenario for every subject, one test per
-//!   scenario;
 //! * `coverage`: every registered consumer has a subject and a name of its
 //!   own;
 //! * `teeth`: every known-broken implementation fails the scenario aimed at
-//!   it, so a green run means something.
+//!   it, so a green run means something;
+//! * `restart`: the second process of the scenarios that need one.
 //!
-//! Every state is judged against the subject's model (written by hand) and
-//! against each message applied once to a fresh database.
-//! `cargo test --test conformance parallel` runs one group;
-//! `scripts/stress.sh` repeats the `parallel` tests many times.
+//! `cargo test --test conformance required` runs the required tests,
+//! `cargo test --test conformance required::parallel` one of them;
+//! `scripts/stress.sh` repeats `required::parallel` many times.
 
 #[path = "../support/mod.rs"]
 mod support;
 
-mod business_key;
-mod commit;
-mod consumers;
 mod coverage;
-mod database_faults;
-mod dead_letters;
-mod ids;
-mod parallel;
-mod pipeline;
-mod redeliver;
 mod required;
 mod restart;
-mod retention;
-mod rules;
-mod run_twice;
-mod statements;
 mod teeth;

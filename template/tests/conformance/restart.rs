@@ -1,28 +1,16 @@
-//! Restart: the inbox lives in the database, not in memory, so a
-//! redelivery from a new process is still a duplicate.
+//! The second process of the scenarios that need one (`required::restart`:
+//! a redelivery from a new process; `required::rules_across_messages`:
+//! workers of two processes): this test binary, run again by the harness
+//! for this one test (`restart::second_process`, the name the test kit
+//! runs), which plays the inbox it is given by name.
 
 use crate::support::broken;
 use crate::support::database::traps::traps;
-use crate::support::harness::{
-    InboxUnderTest, RealInbox, ThisProject, restart, serve_second_process,
-};
-use crate::support::subjects::{ACCOUNT, DebitSubject, NotifySubject};
+use crate::support::harness::{InboxUnderTest, RealInbox, ThisProject, serve_second_process};
 
+/// Not a test of its own: run alone, it does nothing.
 #[test]
-fn redelivery_from_a_new_process_is_a_duplicate() {
-    for inbox in RealInbox::ALL {
-        let play = restart(&DebitSubject::real(), &inbox, 50).expect("duplicates after a restart");
-        assert_eq!(play.observed.state.balances, vec![(ACCOUNT, 500)]);
-        assert_eq!(play.observed.outcomes.duplicate, 50);
-    }
-    let play = restart(&NotifySubject::real(), &RealInbox::BATCHED, 20).expect("duplicates");
-    assert_eq!(play.observed.state.len(), 40);
-}
-
-/// Not a test of its own: the second process of the restart scenario (this
-/// binary run again by the harness). Run alone, it does nothing.
-#[test]
-#[ignore = "run by the restart scenario in its second process"]
+#[ignore = "run by the harness in its second process"]
 fn second_process() {
     serve_second_process(|name| {
         let mut inboxes: Vec<Box<dyn InboxUnderTest<ThisProject>>> = RealInbox::ALL

@@ -21,7 +21,9 @@
 //!   trace, before the process exits;
 //! * `safety`: SQL only through bound parameters, no secrets in logs;
 //! * `seed`: a consumer's state set up from a file of SQL, all or nothing;
-//! * `upgrade`: a database made before a column was added gets it.
+//! * `upgrade`: a database made before a column was added gets it;
+//! * `examples`: the example consumers' own tests, by number, beside the
+//!   required tests every project runs.
 //!
 //! Longer runs are opt-in: `CRASH_KILLS=200`, `FUZZ_CASES=1000000`,
 //! `PROPTEST_CASES=5000` (see the README).
@@ -57,6 +59,7 @@ fn run_consumer(fixture: &Fixture, args: &[&str]) -> Output {
 }
 
 mod crash;
+mod examples;
 {% if database == "postgres" -%}
 #[path = "faults_postgres.rs"]
 {%- else -%}
@@ -70,6 +73,10 @@ mod metrics;
 mod otlp;
 mod pipes;
 mod poison;
+/// The harness's second process (the examples' restart and rules across
+/// messages run one), as the required tests declare it.
+#[path = "../conformance/restart.rs"]
+mod restart;
 mod retention;
 mod safety;
 mod schedules;

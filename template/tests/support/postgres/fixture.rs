@@ -10,7 +10,7 @@
 //! and holds the lock while it lives. When it is dropped, the slot stays
 //! with this process, connection, lock and opened inboxes included, for
 //! the next fixture, so a process connects once per slot, not once per
-//! scenario. A slot built from other tables (`schema.sql` or the tripwire
+//! scenario. A slot built from other tables (`TABLES` or the tripwire
 //! changed) is built again, and one whose schema a test changed (a broken
 //! key's patch) is dropped. Slots stay on the server between runs, as many
 //! as fixtures ever lived at once; drop them whenever you like.
@@ -21,7 +21,7 @@ use std::sync::{Arc, Mutex};
 use postgres::Client;
 
 use {{crate_name}}::database::{
-    Database, INBOX_SCHEMA, PgInbox, PgTables, Pipelined, Settings, TableStatements,
+    Database, INBOX_SCHEMA, PgInbox, PgTables, Pipelined, Settings, TABLES, TableStatements,
 };
 use {{crate_name}}::handler::HandlerError;
 use {{crate_name}}::handlers::{BorrowedHandler, Handlers, Tables};
@@ -128,10 +128,6 @@ pub struct Fixture {
 /// How large a slot's table may grow (rows and dead rows, indexes
 /// included) before a reset truncates it instead of deleting its rows.
 pub const SLOT_TABLE_BYTES: i64 = 1 << 20;
-
-/// The handlers' tables, as the migration creates them after the inbox's
-/// own ([`INBOX_SCHEMA`]).
-const TABLES: &str = include_str!("../../../src/postgres/schema.sql");
 
 /// Empties every table of the slot in the session's schema and drops the
 /// tripwire triggers a test installed, in one round trip, if it was built
