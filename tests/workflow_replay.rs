@@ -19,7 +19,7 @@ use common::replay::{Consumer, RESERVING, database_of, failing_with};
 use common::trials::Trials;
 use common::{POSTGRES, cargo, cargo_ok, generate};
 
-/// Steps 2 to 8 on the project at `root`: red, then green.
+/// Steps 2 to 7 on the project at `root`: red, then green.
 fn red_then_green(root: &Path, consumer: &Consumer) {
     // Step 2: the event and a stub consumer; it builds.
     consumer.write_stub(root);
