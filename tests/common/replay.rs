@@ -76,8 +76,6 @@ pub enum Change {
         from: &'static str,
         to: &'static str,
     },
-    /// Writes a fixture file as a new file.
-    Write(Place),
 }
 
 /// The failing run against the stub.
@@ -424,13 +422,6 @@ impl Consumer {
                         fs::write(&file, text.replacen(&from, &to, 1)).unwrap();
                     }
                 }
-                Change::Write(place) => {
-                    fs::write(
-                        root.join(resolved(root, place.path)),
-                        self.fixture_text(root, place.fixture),
-                    )
-                    .unwrap();
-                }
             }
         }
     }
@@ -478,7 +469,6 @@ impl Consumer {
                 Change::Insert { path, .. }
                 | Change::Append { path, .. }
                 | Change::Replace { path, .. } => *path,
-                Change::Write(place) => place.path,
             });
         }
         files
